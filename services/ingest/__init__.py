@@ -1,0 +1,1 @@
+"""The ingest service: a vault of markdown becomes chunks, context and vectors, incrementally."""

@@ -1,0 +1,138 @@
+"""The `secondbrain` command."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Coroutine
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from secondbrain.config import Config, load_config
+from secondbrain.errors import SecondbrainError
+
+app = typer.Typer(
+    help="Ask questions of your markdown notes; every answer cites the passages it read.\n\n"
+    "Configuration comes from the environment (SECONDBRAIN_*, DATABASE_URL) and the vault's secondbrain.json; "
+    "see README.md for the table.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class Service(StrEnum):
+    ingest = "ingest"
+    retrieve = "retrieve"
+    chat = "chat"
+
+
+VaultOption = Annotated[
+    Path | None, typer.Option("--vault", help="The vault folder; default SECONDBRAIN_VAULT.", show_default=False)
+]
+
+
+def _config(**overrides: object) -> Config:
+    return load_config(**{key: value for key, value in overrides.items() if value is not None})
+
+
+def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """Run a command's coroutine; a domain error ends the command with its message, not a traceback."""
+    try:
+        return asyncio.run(coroutine)
+    except SecondbrainError as error:
+        typer.echo(f"secondbrain: {error}", err=True)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def serve(
+    service: Annotated[Service, typer.Argument(help="Which service to run.")],
+    port: Annotated[
+        int | None, typer.Option(help="Port to listen on (0: any free port); default from SECONDBRAIN_<SERVICE>_PORT.")
+    ] = None,
+    host: Annotated[str | None, typer.Option(help="Address to bind; default SECONDBRAIN_HOST (127.0.0.1).")] = None,
+    vault: VaultOption = None,
+) -> None:
+    """Run one gRPC service until SIGTERM or Ctrl-C.
+
+    It uses DATABASE_URL, or starts (or joins) the embedded PostgreSQL when that is unset, applies any pending
+    migrations, and answers the standard gRPC health check once ready.
+    """
+
+    async def go() -> None:
+        config = _config(host=host, vault=vault)
+        module = importlib.import_module(f"secondbrain.{service.value}.server")
+        await module.main(config, port)
+
+    _run(go())
+
+
+@app.command()
+def up(vault: VaultOption = None) -> None:
+    """Run every service together, supervised, until Ctrl-C.
+
+    Prepares the database first, starts ingest, retrieve and chat, waits until each reports healthy, and prints
+    their addresses. If one of them dies, everything stops and the message says which.
+    """
+    from secondbrain import supervisor
+
+    code = _run(supervisor.run(_config(vault=vault)))
+    raise typer.Exit(code)
+
+
+@app.command()
+def migrate() -> None:
+    """Apply pending database migrations and print what was applied.
+
+    Safe to run while services run or start: migrators take turns under an advisory lock.
+    """
+    from secondbrain.db.database import check_pgvector, connect, redact
+    from secondbrain.db.embedded import start_embedded
+    from secondbrain.db.migrate import migrate as apply
+
+    async def go() -> None:
+        settings = _config().settings
+        dsn = settings.database_url or await start_embedded(settings.embedded_pgdata)
+        connection = await connect(dsn, settings.db_connect_timeout_seconds)
+        try:
+            await check_pgvector(connection)
+            applied = await apply(connection)
+        finally:
+            await connection.close()
+        where = redact(dsn) if settings.database_url else f"the embedded PostgreSQL in {settings.embedded_pgdata}"
+        if applied:
+            for migration in applied:
+                typer.echo(f"applied {migration.version:04d}_{migration.name}")
+        typer.echo(f"schema is up to date on {where}")
+
+    _run(go())
+
+
+@app.command()
+def health(
+    service: Annotated[Service | None, typer.Argument(help="Check one service; default all three.")] = None,
+    address: Annotated[str | None, typer.Option(help="host:port to check instead of the configured address.")] = None,
+) -> None:
+    """Ask running services whether they are serving (the standard gRPC health check).
+
+    Exits 0 only when every service checked reports SERVING.
+    """
+    from secondbrain.service.health_client import check_health
+
+    async def go() -> bool:
+        settings = _config().settings
+        names = [service] if service else list(Service)
+        healthy = True
+        for name in names:
+            target = address or f"{settings.host}:{settings.port_for(name.value)}"
+            status = await check_health(target)
+            typer.echo(f"{name.value:<9} {target:<22} {status}")
+            healthy = healthy and status == "SERVING"
+        return healthy
+
+    if not _run(go()):
+        raise typer.Exit(1)

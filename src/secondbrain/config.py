@@ -1,0 +1,142 @@
+"""Typed configuration: the process environment plus the vault's `secondbrain.json`.
+
+Two sources, two models. `Settings` is how this install runs (database, ports, data directory) and comes from the
+environment. `VaultConfig` is how a vault wants to be read and answered and travels with the vault in
+`<vault>/secondbrain.json`. Nothing reads either at import time: `load_config()` is called by an entrypoint.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from secondbrain.errors import ConfigError
+
+ENV_PREFIX = "SECONDBRAIN_"
+VAULT_CONFIG_FILE = "secondbrain.json"
+
+# Default gRPC ports, one per service; a service given port 0 binds any free port.
+DEFAULT_PORTS = {"ingest": 50051, "retrieve": 50052, "chat": 50053}
+
+
+def default_data_dir() -> Path:
+    """The user's data directory for secondbrain; follows XDG_DATA_HOME on Linux."""
+    return Path(platformdirs.user_data_dir("secondbrain", appauthor=False))
+
+
+class Settings(BaseSettings):
+    """How this install runs, from the environment (`SECONDBRAIN_*`, plus `DATABASE_URL`)."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
+
+    database_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DATABASE_URL", "SECONDBRAIN_DATABASE_URL"),
+        description="PostgreSQL with pgvector >= 0.8; unset starts the embedded PostgreSQL.",
+    )
+    data_dir: Path = Field(default_factory=default_data_dir, description="Where the embedded PostgreSQL keeps data.")
+    vault: Path | None = Field(default=None, description="The vault (a folder of markdown notes).")
+    host: str = Field(default="127.0.0.1", description="Address the gRPC services bind to.")
+    ingest_port: int = Field(default=DEFAULT_PORTS["ingest"], ge=0, le=65535)
+    retrieve_port: int = Field(default=DEFAULT_PORTS["retrieve"], ge=0, le=65535)
+    chat_port: int = Field(default=DEFAULT_PORTS["chat"], ge=0, le=65535)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["json", "text"] = "json"
+    shutdown_grace_seconds: float = Field(
+        default=10.0, gt=0, le=300, description="How long in-flight streams may run on after SIGTERM."
+    )
+    db_connect_timeout_seconds: float = Field(default=10.0, gt=0, le=120)
+    db_pool_max_size: int = Field(default=10, ge=1, le=200)
+
+    @property
+    def embedded_pgdata(self) -> Path:
+        return self.data_dir / "postgres"
+
+    def port_for(self, service: str) -> int:
+        ports = {"ingest": self.ingest_port, "retrieve": self.retrieve_port, "chat": self.chat_port}
+        return ports[service]
+
+
+class _Section(BaseModel):
+    # Unknown keys are errors: a typo in secondbrain.json should be reported, not silently ignored.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class IngestSection(_Section):
+    """`ingest` in secondbrain.json: how the vault is read."""
+
+    ignore: list[str] = Field(default_factory=list, description="Glob patterns of vault paths not to index.")
+
+
+class VaultConfig(_Section):
+    """A vault's own `secondbrain.json`. Each later part of the system adds its section here."""
+
+    ingest: IngestSection = Field(default_factory=IngestSection)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything a process needs to know, validated."""
+
+    settings: Settings
+    vault: VaultConfig
+
+
+def _describe(error: ValidationError, name_of: dict[str, str] | None = None, prefix: str = "") -> str:
+    """One line per problem, each naming the key a person has to fix."""
+    lines = []
+    for problem in error.errors():
+        location = [str(part) for part in problem["loc"]]
+        if name_of and location and location[0] in name_of:
+            location[0] = name_of[location[0]]
+        key = ".".join(location) or "(top level)"
+        lines.append(f"{prefix}{key}: {problem['msg']}")
+    return "\n".join(lines)
+
+
+def _env_names() -> dict[str, str]:
+    names = {name: f"{ENV_PREFIX}{name.upper()}" for name in Settings.model_fields}
+    names["database_url"] = "DATABASE_URL"
+    return names
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read Settings from the environment; `overrides` (from CLI flags) win over it."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as error:
+        raise ConfigError("invalid configuration in the environment:\n" + _describe(error, _env_names())) from None
+
+
+def load_vault_config(vault: Path | None) -> VaultConfig:
+    """Read `<vault>/secondbrain.json`; a vault without one gets the defaults."""
+    if vault is None:
+        return VaultConfig()
+    path = vault / VAULT_CONFIG_FILE
+    if not path.is_file():
+        return VaultConfig()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}): {error.msg}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot be read: {error}") from None
+    try:
+        return VaultConfig.model_validate(raw)
+    except ValidationError as error:
+        raise ConfigError(f"invalid {path}:\n" + _describe(error)) from None
+
+
+def load_config(**overrides: object) -> Config:
+    """Validate the environment, then the vault it names. Raises ConfigError naming the offending key."""
+    settings = load_settings(**overrides)
+    vault = settings.vault
+    if vault is not None and not vault.is_dir():
+        raise ConfigError(f"{ENV_PREFIX}VAULT: {vault} is not a directory")
+    return Config(settings=settings, vault=load_vault_config(vault))

@@ -1,0 +1,101 @@
+"""Opening the database a process uses: choose the server, check it, migrate it, pool connections to it."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+from pgvector.asyncpg import register_vector
+
+from secondbrain.config import Settings
+from secondbrain.db.embedded import start_embedded
+from secondbrain.db.migrate import migrate
+from secondbrain.errors import FailedPrecondition, Unavailable
+
+log = logging.getLogger(__name__)
+
+MIN_PGVECTOR = (0, 8)
+
+
+def redact(dsn: str) -> str:
+    """The DSN with its password replaced, safe for messages and logs."""
+    parts = urlsplit(dsn)
+    if parts.password is None:
+        return dsn
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".") if part.isdigit())
+
+
+async def connect(dsn: str, connect_timeout: float) -> asyncpg.Connection:
+    """One connection, with errors a person can act on."""
+    try:
+        return await asyncpg.connect(dsn, timeout=connect_timeout)
+    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+        raise Unavailable(
+            f"cannot connect to PostgreSQL at {redact(dsn)}: {error or type(error).__name__}. "
+            "Check that the server is running and DATABASE_URL is right, or unset DATABASE_URL to use the "
+            "embedded PostgreSQL."
+        ) from error
+
+
+async def check_pgvector(connection: asyncpg.Connection) -> str:
+    """Fail unless pgvector >= 0.8 is installed or installable; returns its version."""
+    row = await connection.fetchrow(
+        "SELECT default_version, installed_version FROM pg_available_extensions WHERE name = 'vector'"
+    )
+    if row is None:
+        raise FailedPrecondition(
+            "the PostgreSQL server has no pgvector extension; install pgvector 0.8 or newer on it "
+            "(for example the pgvector/pgvector image), or unset DATABASE_URL to use the embedded PostgreSQL"
+        )
+    version = row["installed_version"] or row["default_version"]
+    if _version_tuple(version)[:2] < MIN_PGVECTOR:
+        hint = "run ALTER EXTENSION vector UPDATE" if row["installed_version"] else "upgrade pgvector on the server"
+        raise FailedPrecondition(f"pgvector {version} is too old: secondbrain needs 0.8 or newer; {hint}")
+    return str(version)
+
+
+async def _init_connection(connection: asyncpg.Connection) -> None:
+    await register_vector(connection)
+
+
+@dataclass
+class Database:
+    """The pool a process shares, and where it points."""
+
+    pool: asyncpg.Pool
+    dsn: str
+    embedded: bool
+
+    @classmethod
+    async def open(cls, settings: Settings, *, run_migrations: bool = True) -> Database:
+        """Connect to DATABASE_URL or the embedded server, check pgvector, migrate, and pool connections."""
+        embedded = settings.database_url is None
+        dsn = await start_embedded(settings.embedded_pgdata) if embedded else settings.database_url
+        assert dsn is not None
+        connection = await connect(dsn, settings.db_connect_timeout_seconds)
+        try:
+            version = await check_pgvector(connection)
+            if run_migrations:
+                await migrate(connection)
+        finally:
+            await connection.close()
+        pool = await asyncpg.create_pool(
+            dsn,
+            min_size=1,
+            max_size=settings.db_pool_max_size,
+            init=_init_connection,
+            timeout=settings.db_connect_timeout_seconds,
+            command_timeout=60,
+        )
+        log.info("database ready", extra={"database": redact(dsn), "embedded": embedded, "pgvector": version})
+        return cls(pool=pool, dsn=dsn, embedded=embedded)
+
+    async def close(self) -> None:
+        await self.pool.close()

@@ -1,0 +1,1 @@
+"""Versioned SQL migrations, NNNN_description.sql, applied in order by secondbrain.db.migrate."""

@@ -1,0 +1,35 @@
+"""Running one service as a process: configure logging, open the database, serve until SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from secondbrain.config import Config
+from secondbrain.db import Database
+from secondbrain.jsonlog import configure_logging
+from secondbrain.service.server import RunningServer, run_until_stopped
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServiceDeps:
+    """What every service is built from; a service that needs more wraps this in its own deps."""
+
+    config: Config
+    db: Database
+
+
+CreateServer = Callable[[str, ServiceDeps], Awaitable[RunningServer]]
+
+
+async def serve(service: str, config: Config, create_server: CreateServer, port: int | None = None) -> None:
+    """Serve `service` on the configured host and its port (or `port`) until SIGTERM or SIGINT."""
+    settings = config.settings
+    configure_logging(settings.log_level, settings.log_format, service=service)
+    db = await Database.open(settings)
+    address = f"{settings.host}:{settings.port_for(service) if port is None else port}"
+    deps = ServiceDeps(config=config, db=db)
+    await run_until_stopped(lambda: create_server(address, deps), db.close, settings.shutdown_grace_seconds, service)

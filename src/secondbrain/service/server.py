@@ -1,0 +1,112 @@
+"""What every gRPC service shares: the server with health, reflection and error mapping, and the run loop.
+
+Each service supplies `ServiceBinding`s (its servicers) and its own `create_server(address, deps)`; this module
+builds the `grpc.aio` server around them and runs it until SIGTERM, when in-flight streams get a grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from secondbrain.errors import Unavailable
+from secondbrain.service.error_mapping import ErrorMappingInterceptor
+
+log = logging.getLogger(__name__)
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+# Large enough for a long note in UpsertNote; anything bigger is rejected by gRPC with RESOURCE_EXHAUSTED.
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ServiceBinding:
+    """One gRPC service to serve: its full proto name, its servicer, and the generated `add_*_to_server`."""
+
+    name: str
+    servicer: object
+    add_servicer: Callable[[Any, grpc.aio.Server], None]
+
+
+@dataclass
+class RunningServer:
+    """A bound (not yet started) server, the port it got, and its health service."""
+
+    server: grpc.aio.Server
+    port: int
+    health: health.aio.HealthServicer
+    service_names: list[str] = field(default_factory=list)
+
+    async def start(self) -> None:
+        await self.server.start()
+        await self.set_status(SERVING)
+
+    async def set_status(self, status: health_pb2.HealthCheckResponse.ServingStatus) -> None:
+        """Set the overall status ("") and each service's."""
+        for name in ["", *self.service_names]:
+            await self.health.set(name, status)
+
+    async def stop(self, grace: float) -> None:
+        """Report NOT_SERVING, refuse new RPCs, and give in-flight ones `grace` seconds to finish."""
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+
+
+async def build_server(address: str, bindings: Sequence[ServiceBinding]) -> RunningServer:
+    """A server on `address` ("host:port"; port 0 picks a free one) with health, reflection and error mapping."""
+    server = grpc.aio.server(
+        interceptors=[ErrorMappingInterceptor()],
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ],
+    )
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    for binding in bindings:
+        binding.add_servicer(binding.servicer, server)
+    names = [binding.name for binding in bindings]
+    reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as error:
+        raise Unavailable(f"cannot listen on {address}: {error}; is another process using the port?") from error
+    running = RunningServer(server=server, port=port, health=health_servicer, service_names=names)
+    # Until start() says otherwise, a health check reports the service as not ready.
+    await running.set_status(NOT_SERVING)
+    return running
+
+
+async def run_until_stopped(
+    start: Callable[[], Awaitable[RunningServer]],
+    cleanup: Callable[[], Awaitable[None]],
+    grace: float,
+    service: str,
+) -> None:
+    """Start a server and serve until SIGTERM or SIGINT, then stop it gracefully and run `cleanup`."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    running = await start()
+    try:
+        await running.start()
+        log.info("serving", extra={"service": service, "port": running.port, "grpc_services": running.service_names})
+        await stop.wait()
+        log.info("stopping", extra={"grace_seconds": grace})
+        await running.stop(grace)
+    finally:
+        await cleanup()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    log.info("stopped")
