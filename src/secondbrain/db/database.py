@@ -22,7 +22,7 @@ MIN_PGVECTOR = (0, 8)
 def redact(dsn: str) -> str:
     """The DSN with its password replaced, safe for messages and logs."""
     parts = urlsplit(dsn)
-    if parts.password is None:
+    if not parts.password:
         return dsn
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
     return urlunsplit(parts._replace(netloc=netloc))

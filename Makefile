@@ -1,0 +1,58 @@
+# secondbrain: the two commands are `make run` and `make test`. Everything else here is what they are made of.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+BUF    := node_modules/.bin/buf
+STAMPS := .make
+
+.DEFAULT_GOAL := help
+.PHONY: help setup run test lint format generate check-generated pytest clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-16s %s\n", $$1, $$2}'
+
+$(STAMPS)/venv: pyproject.toml
+	@mkdir -p $(STAMPS)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+$(STAMPS)/npm: package.json package-lock.json
+	@mkdir -p $(STAMPS)
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+setup: $(STAMPS)/venv $(STAMPS)/npm ## Create the virtualenv and install the Python and npm tools
+
+run: setup ## Run every service on the embedded PostgreSQL (Ctrl-C stops)
+	$(BIN)/secondbrain up
+
+generate: $(STAMPS)/venv ## Regenerate gen/python from protos/
+	$(BIN)/python scripts/generate_protos.py
+
+check-generated: generate ## Fail when the committed generated code is stale
+	@if [ -n "$$(git status --porcelain -- gen/)" ]; then \
+		git status --short -- gen/; git --no-pager diff --stat -- gen/; \
+		echo "gen/ is stale: run 'make generate' and commit the result"; exit 1; \
+	fi
+
+lint: setup ## ruff, buf lint and buf format
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BUF) lint
+	$(BUF) format --diff --exit-code
+
+format: setup ## Rewrite Python and proto files in the house style
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+	$(BUF) format --write
+
+pytest: setup
+	$(BIN)/pytest
+
+test: lint check-generated pytest ## Everything CI checks
+
+clean: ## Remove the virtualenv, npm tools and caches (not your data)
+	rm -rf $(VENV) node_modules $(STAMPS) .pytest_cache .ruff_cache

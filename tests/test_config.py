@@ -1,0 +1,94 @@
+"""Configuration: defaults that work, and errors that name the key to fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from secondbrain.config import default_data_dir, load_config, load_settings, load_vault_config
+from secondbrain.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    for key in list(os.environ):
+        if key.startswith("SECONDBRAIN_") or key == "DATABASE_URL":
+            monkeypatch.delenv(key)
+
+
+def test_defaults_need_no_configuration() -> None:
+    settings = load_settings()
+    assert settings.database_url is None
+    assert (settings.ingest_port, settings.retrieve_port, settings.chat_port) == (50051, 50052, 50053)
+    assert settings.host == "127.0.0.1"
+
+
+def test_data_dir_follows_xdg_data_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert default_data_dir() == tmp_path / "secondbrain"
+    assert load_settings().embedded_pgdata == tmp_path / "secondbrain" / "postgres"
+
+
+def test_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgresql://u:p@db:5432/notes")
+    monkeypatch.setenv("SECONDBRAIN_RETRIEVE_PORT", "6000")
+    settings = load_settings()
+    assert settings.database_url == "postgresql://u:p@db:5432/notes"
+    assert settings.port_for("retrieve") == 6000
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("SECONDBRAIN_INGEST_PORT", "not-a-port"),
+        ("SECONDBRAIN_CHAT_PORT", "70000"),
+        ("SECONDBRAIN_LOG_FORMAT", "xml"),
+        ("SECONDBRAIN_SHUTDOWN_GRACE_SECONDS", "-1"),
+    ],
+)
+def test_bad_environment_names_the_variable(monkeypatch: pytest.MonkeyPatch, variable: str, value: str) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError) as raised:
+        load_settings()
+    assert variable in str(raised.value)
+
+
+def test_vault_without_config_file_gets_defaults(tmp_path: Path) -> None:
+    assert load_vault_config(tmp_path).ingest.ignore == []
+
+
+def test_vault_config_is_read(tmp_path: Path) -> None:
+    (tmp_path / "secondbrain.json").write_text(json.dumps({"ingest": {"ignore": ["Archive/**"]}}))
+    assert load_vault_config(tmp_path).ingest.ignore == ["Archive/**"]
+
+
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        ({"ingest": {"ignore": "Archive/**"}}, "ingest.ignore"),
+        ({"ingest": {"ignroe": ["x"]}}, "ingest.ignroe"),
+        ({"injest": {}}, "injest"),
+    ],
+)
+def test_bad_vault_config_names_the_key(tmp_path: Path, content: dict, named: str) -> None:
+    (tmp_path / "secondbrain.json").write_text(json.dumps(content))
+    with pytest.raises(ConfigError) as raised:
+        load_vault_config(tmp_path)
+    assert named in str(raised.value)
+    assert "secondbrain.json" in str(raised.value)
+
+
+def test_vault_config_that_is_not_json_says_where(tmp_path: Path) -> None:
+    (tmp_path / "secondbrain.json").write_text('{"ingest": {"ignore": [}\n')
+    with pytest.raises(ConfigError, match=r"not valid JSON \(line 1, column"):
+        load_vault_config(tmp_path)
+
+
+def test_vault_that_is_not_a_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SECONDBRAIN_VAULT", str(tmp_path / "missing"))
+    with pytest.raises(ConfigError, match="SECONDBRAIN_VAULT"):
+        load_config()
