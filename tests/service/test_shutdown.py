@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import grpc
+import pytest
 
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
-from secondbrain.service.server import ServiceBinding, build_server
+from secondbrain.service.server import RunningServer, ServiceBinding, build_server
 
 
 class SlowSync(pb_grpc.IngestServiceServicer):
@@ -27,39 +29,40 @@ class SlowSync(pb_grpc.IngestServiceServicer):
         yield pb.SyncVaultResponse(done=pb.SyncDone())
 
 
-async def _serve(servicer: SlowSync) -> tuple:
-    binding = ServiceBinding(
-        pb.DESCRIPTOR.services_by_name["IngestService"].full_name, servicer, pb_grpc.add_IngestServiceServicer_to_server
+@dataclass
+class InFlight:
+    servicer: SlowSync
+    running: RunningServer
+    stream: asyncio.Task[list[str]]
+
+
+@pytest.fixture
+async def in_flight() -> AsyncIterator[InFlight]:
+    """A server with one SyncVault stream under way, stopped by the test."""
+    servicer = SlowSync()
+    name = pb.DESCRIPTOR.services_by_name["IngestService"].full_name
+    running = await build_server(
+        "127.0.0.1:0", [ServiceBinding(name, servicer, pb_grpc.add_IngestServiceServicer_to_server)]
     )
-    running = await build_server("127.0.0.1:0", [binding])
     await running.start()
-    return running, grpc.aio.insecure_channel(f"127.0.0.1:{running.port}")
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+        stub = pb_grpc.IngestServiceStub(channel)
 
+        async def collect() -> list[str]:
+            return [event.WhichOneof("event") async for event in stub.SyncVault(pb.SyncVaultRequest(), timeout=10)]
 
-async def _collect(stub: pb_grpc.IngestServiceStub) -> list[str]:
-    return [event.WhichOneof("event") async for event in stub.SyncVault(pb.SyncVaultRequest(), timeout=10)]
-
-
-async def test_stream_in_flight_finishes_within_grace() -> None:
-    servicer = SlowSync()
-    running, channel = await _serve(servicer)
-    async with channel:
-        stream = asyncio.create_task(_collect(pb_grpc.IngestServiceStub(channel)))
+        stream = asyncio.create_task(collect())
         await servicer.streaming.wait()
-        await running.stop(grace=5)
-        assert await stream == ["started", "file", "file", "file", "done"]
+        yield InFlight(servicer, running, stream)
 
 
-async def test_stream_past_grace_is_cut_off() -> None:
-    servicer = SlowSync()
-    running, channel = await _serve(servicer)
-    async with channel:
-        stream = asyncio.create_task(_collect(pb_grpc.IngestServiceStub(channel)))
-        await servicer.streaming.wait()
-        await running.stop(grace=0.1)
-        try:
-            events = await stream
-        except grpc.aio.AioRpcError as error:
-            assert error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
-        else:
-            raise AssertionError(f"the stream outlived the grace period: {events}")
+async def test_stream_in_flight_finishes_within_grace(in_flight: InFlight) -> None:
+    await in_flight.running.stop(grace=5)
+    assert await in_flight.stream == ["started", "file", "file", "file", "done"]
+
+
+async def test_stream_past_grace_is_cut_off(in_flight: InFlight) -> None:
+    await in_flight.running.stop(grace=0.1)
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await in_flight.stream
+    assert raised.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
