@@ -17,6 +17,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from secondbrain.errors import ConfigError
+from secondbrain.llm.presets import ProviderOverride
 
 ENV_PREFIX = "SECONDBRAIN_"
 VAULT_CONFIG_FILE = "secondbrain.json"
@@ -74,10 +75,22 @@ class IngestSection(_Section):
     ignore: list[str] = Field(default_factory=list, description="Glob patterns of vault paths not to index.")
 
 
+class ChatSection(_Section):
+    """`chat` in secondbrain.json: the default provider, model and system prompt, and provider overrides."""
+
+    default_provider: str | None = None
+    default_model: str | None = None
+    system_prompt: str | None = None
+    providers: dict[str, ProviderOverride] = Field(
+        default_factory=dict, description="Per provider id: models to add or override, base_url, default_model."
+    )
+
+
 class VaultConfig(_Section):
     """A vault's own `secondbrain.json`. Each later part of the system adds its section here."""
 
     ingest: IngestSection = Field(default_factory=IngestSection)
+    chat: ChatSection = Field(default_factory=ChatSection)
 
 
 @dataclass(frozen=True)

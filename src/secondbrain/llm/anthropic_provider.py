@@ -1,0 +1,86 @@
+"""Anthropic's Messages API, streamed, over the `anthropic` SDK."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anthropic
+import httpx2  # the HTTP client both SDKs are built on; its errors surface mid-stream
+
+from secondbrain.llm.base import ChatProvider, RetryPolicy
+from secondbrain.llm.errors import (
+    ProviderContext,
+    broken_stream,
+    connection_error,
+    retry_after_seconds,
+    status_error,
+)
+from secondbrain.llm.types import ChatRequest, StreamEvent, TextDelta, Usage
+
+READ_TIMEOUT_SECONDS = 60.0
+
+
+class AnthropicProvider(ChatProvider):
+    def __init__(self, context: ProviderContext, *, retry: RetryPolicy | None = None) -> None:
+        super().__init__(context, retry)
+        self.client = anthropic.AsyncAnthropic(
+            api_key=context.api_key,
+            base_url=context.base_url,
+            max_retries=0,  # retries happen in ChatProvider.stream, once for every vendor
+            timeout=READ_TIMEOUT_SECONDS,
+        )
+
+    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
+        arguments: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "stream": True,
+        }
+        if request.system:
+            arguments["system"] = request.system
+        if request.temperature is not None:
+            arguments["temperature"] = request.temperature
+        return arguments
+
+    async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        try:
+            stream = await self.client.messages.create(**self._arguments(request))
+        except anthropic.APIStatusError as error:
+            raise _translate(self.context, error, request.model) from None
+        except anthropic.APIConnectionError as error:
+            raise connection_error(self.context, error) from None
+        input_tokens = output_tokens = 0
+        stop_reason: str | None = None
+        model = request.model
+        stopped = False
+        # `async with` closes the HTTP response however the loop ends, a consumer's cancel included.
+        async with stream:
+            try:
+                async for event in stream:
+                    if event.type == "message_start":
+                        model = event.message.model or model
+                        input_tokens = event.message.usage.input_tokens or 0
+                        output_tokens = event.message.usage.output_tokens or 0
+                    elif event.type == "content_block_delta" and event.delta.type == "text_delta":
+                        if event.delta.text:
+                            yield TextDelta(event.delta.text)
+                    elif event.type == "message_delta":
+                        stop_reason = event.delta.stop_reason or stop_reason
+                        output_tokens = event.usage.output_tokens or output_tokens
+                    elif event.type == "message_stop":
+                        stopped = True
+            except (anthropic.APIError, httpx2.HTTPError) as error:
+                # An `error` event in the stream (overloaded, for one), or the connection dropping part way.
+                raise broken_stream(self.context, str(error) or type(error).__name__) from None
+        if not stopped:
+            raise broken_stream(self.context, "the stream ended before message_stop")
+        yield Usage(input_tokens, output_tokens, stop_reason or "end_turn", model)
+
+
+def _translate(context: ProviderContext, error: anthropic.APIStatusError, model: str) -> Exception:
+    body = error.body if isinstance(error.body, dict) else {}
+    detail = body.get("error", {}) if isinstance(body.get("error"), dict) else {}
+    message = str(detail.get("message") or error.message)
+    return status_error(context, error.status_code, message, model, retry_after_seconds(error.response.headers))

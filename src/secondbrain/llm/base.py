@@ -1,0 +1,84 @@
+"""The one interface to a chat model, with the retry policy every vendor shares."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from secondbrain.llm.errors import ProviderContext, RetryableFailure, broken_stream
+from secondbrain.llm.types import ChatRequest, StreamEvent, TextDelta, Usage
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retry failures that happen before the first delta: up to `attempts` tries within `deadline_seconds`."""
+
+    attempts: int = 4
+    deadline_seconds: float = 30.0
+    base_delay_seconds: float = 0.5
+    max_delay_seconds: float = 8.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_delay_seconds)
+        backoff = min(self.base_delay_seconds * 2**attempt, self.max_delay_seconds)
+        return backoff * random.uniform(0.5, 1.0)  # jitter, so many clients do not retry in step
+
+
+class ChatProvider(ABC):
+    """A chat model behind one interface. `stream()` yields `TextDelta`s, then exactly one `Usage`, or raises.
+
+    Subclasses implement `_stream_once`, one attempt that translates its SDK's failures with
+    `secondbrain.llm.errors`; retrying lives here. Once text has been yielded nothing is retried: a failure after
+    that raises, so a partial answer is never mistaken for a whole one.
+    """
+
+    def __init__(self, context: ProviderContext, retry: RetryPolicy | None = None) -> None:
+        self.context = context
+        self.retry = retry or RetryPolicy()
+
+    @property
+    def id(self) -> str:
+        return self.context.provider_id
+
+    @abstractmethod
+    def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """One attempt. Raise RetryableFailure for what may pass, a SecondbrainError for what will not."""
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        deadline = time.monotonic() + self.retry.deadline_seconds
+        attempt = 0
+        while True:
+            streamed = False
+            finished = False
+            try:
+                async for event in self._stream_once(request):
+                    if isinstance(event, TextDelta):
+                        streamed = True
+                    elif isinstance(event, Usage):
+                        finished = True
+                    yield event
+            except RetryableFailure as failure:
+                if streamed:
+                    raise broken_stream(self.context, str(failure.error)) from None
+                attempt += 1
+                pause = self.retry.delay(attempt - 1, failure.retry_after)
+                if attempt >= self.retry.attempts or time.monotonic() + pause > deadline:
+                    tries = f"{attempt} attempt{'s' if attempt > 1 else ''}"
+                    raise type(failure.error)(f"{failure.error} (gave up after {tries})") from None
+                log.info(
+                    "provider call failed; retrying",
+                    extra={"provider": self.id, "attempt": attempt, "pause_seconds": round(pause, 2)},
+                )
+                await asyncio.sleep(pause)
+                continue
+            if not finished:
+                raise broken_stream(self.context, "the stream ended before the model said it had finished")
+            return

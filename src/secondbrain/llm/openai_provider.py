@@ -1,0 +1,97 @@
+"""OpenAI chat completions over the `openai` SDK; also Together, OpenRouter and Ollama, which speak it too."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+import httpx2  # the HTTP client both SDKs are built on; its errors surface mid-stream
+import openai
+
+from secondbrain.llm.base import ChatProvider, RetryPolicy
+from secondbrain.llm.errors import (
+    ProviderContext,
+    broken_stream,
+    connection_error,
+    retry_after_seconds,
+    status_error,
+)
+from secondbrain.llm.types import ChatRequest, StreamEvent, TextDelta, Usage
+
+# Seconds to wait for the connection and between streamed chunks; a stalled stream fails instead of hanging.
+READ_TIMEOUT_SECONDS = 60.0
+
+
+class OpenAICompatibleProvider(ChatProvider):
+    def __init__(
+        self,
+        context: ProviderContext,
+        *,
+        max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        super().__init__(context, retry)
+        self.max_tokens_param = max_tokens_param
+        self.client = openai.AsyncOpenAI(
+            # Ollama needs no key, but the SDK insists on one.
+            api_key=context.api_key or "unused",
+            base_url=context.base_url,
+            max_retries=0,  # retries happen in ChatProvider.stream, once for every vendor
+            timeout=READ_TIMEOUT_SECONDS,
+        )
+
+    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
+        messages: list[dict[str, str]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.extend({"role": m.role, "content": m.content} for m in request.messages)
+        arguments: dict[str, Any] = {
+            "model": request.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            self.max_tokens_param: request.max_tokens,
+        }
+        if request.temperature is not None:
+            arguments["temperature"] = request.temperature
+        return arguments
+
+    async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        try:
+            stream = await self.client.chat.completions.create(**self._arguments(request))
+        except openai.APIStatusError as error:
+            raise _translate(self.context, error, request.model) from None
+        except openai.APIConnectionError as error:
+            raise connection_error(self.context, error) from None
+        finish_reason: str | None = None
+        usage: Any = None
+        model = request.model
+        # `async with` closes the HTTP response however the loop ends, a consumer's cancel included.
+        async with stream:
+            try:
+                async for chunk in stream:
+                    model = chunk.model or model
+                    if chunk.usage is not None:
+                        usage = chunk.usage
+                    for choice in chunk.choices:
+                        if choice.delta and choice.delta.content:
+                            yield TextDelta(choice.delta.content)
+                        if choice.finish_reason:
+                            finish_reason = choice.finish_reason
+            except (openai.APIError, httpx2.HTTPError) as error:
+                # An error event in the stream, or the connection dropping part way.
+                raise broken_stream(self.context, str(error) or type(error).__name__) from None
+        if finish_reason is None:
+            raise broken_stream(self.context, "the stream ended without a finish reason")
+        yield Usage(
+            input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            stop_reason=finish_reason,
+            model=model,
+        )
+
+
+def _translate(context: ProviderContext, error: openai.APIStatusError, model: str) -> Exception:
+    body = error.body if isinstance(error.body, dict) else {}
+    message = str(body.get("message") or error.message)
+    return status_error(context, error.status_code, message, model, retry_after_seconds(error.response.headers))
