@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from secondbrain.config import Config
 from secondbrain.errors import ConfigError, FailedPrecondition, InvalidInput
 from secondbrain.llm.base import ChatProvider, RetryPolicy
 from secondbrain.llm.errors import ProviderContext
@@ -22,6 +22,9 @@ from secondbrain.llm.presets import (
     apply_overrides,
     load_presets,
 )
+
+if TYPE_CHECKING:  # config imports the presets of this package, so only the type may be imported here
+    from secondbrain.config import Config
 
 EXTRACTIVE = "extractive"
 
