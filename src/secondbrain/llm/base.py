@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -59,12 +60,15 @@ class ChatProvider(ABC):
             streamed = False
             finished = False
             try:
-                async for event in self._stream_once(request):
-                    if isinstance(event, TextDelta):
-                        streamed = True
-                    elif isinstance(event, Usage):
-                        finished = True
-                    yield event
+                # aclosing: when the consumer stops early, close the attempt now (and with it the HTTP response),
+                # not whenever the garbage collector gets to it.
+                async with contextlib.aclosing(self._stream_once(request)) as events:
+                    async for event in events:
+                        if isinstance(event, TextDelta):
+                            streamed = True
+                        elif isinstance(event, Usage):
+                            finished = True
+                        yield event
             except RetryableFailure as failure:
                 if streamed:
                     raise broken_stream(self.context, str(failure.error)) from None
