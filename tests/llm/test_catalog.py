@@ -44,8 +44,8 @@ def test_a_key_makes_its_provider_available_and_the_default(variable: str, provi
 
 def test_configured_default_wins_when_available() -> None:
     env = {"OPENAI_API_KEY": "k1", "ANTHROPIC_API_KEY": "k2"}
-    default = catalog(env, default_provider="openai", default_model="gpt-4.1").default()
-    assert (default.provider, default.model) == ("openai", "gpt-4.1")
+    default = catalog(env, default_provider="openai", default_model="gpt-4.1-mini").default()
+    assert (default.provider, default.model) == ("openai", "gpt-4.1-mini")
     # Configured but without its key: fall back to what is available.
     assert catalog({"ANTHROPIC_API_KEY": "k"}, default_provider="openai").default().provider == "anthropic"
 
@@ -61,12 +61,12 @@ def test_ollama_url_becomes_the_base_url() -> None:
 
 def test_check_names_the_choices() -> None:
     chosen = catalog({"ANTHROPIC_API_KEY": "k"})
-    chosen.check("anthropic", "claude-haiku-4-5")
+    chosen.check("anthropic", "claude-haiku-5-5")
     with pytest.raises(InvalidInput, match="choose one of: anthropic, extractive"):
         chosen.check("nope", "x")
     with pytest.raises(InvalidInput, match="set OPENAI_API_KEY"):
-        chosen.check("openai", "gpt-4.1")
-    with pytest.raises(InvalidInput, match="claude-sonnet-4-5"):
+        chosen.check("openai", "gpt-4.1-mini")
+    with pytest.raises(InvalidInput, match="claude-sonnet-5-5"):
         chosen.check("anthropic", "claude-9")
 
 
@@ -79,7 +79,7 @@ def test_bad_default_in_vault_names_the_key() -> None:
     with pytest.raises(ConfigError, match=r"chat\.default_provider"):
         catalog({}, default_provider="antropic")
     with pytest.raises(ConfigError, match=r"chat\.default_model"):
-        catalog({}, default_provider="anthropic", default_model="gpt-4.1")
+        catalog({}, default_provider="anthropic", default_model="gpt-4.1-mini")
 
 
 def test_from_a_vaults_secondbrain_json(tmp_path: Path) -> None:

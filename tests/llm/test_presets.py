@@ -31,10 +31,10 @@ def test_vault_adds_a_model_and_changes_the_default() -> None:
 
 def test_vault_overrides_a_model_by_id() -> None:
     merged = apply_overrides(
-        load_presets(), {"openai": ProviderOverride(models=[ModelPreset(id="gpt-4.1", context_window=5)])}
+        load_presets(), {"openai": ProviderOverride(models=[ModelPreset(id="gpt-4.1-mini", context_window=5)])}
     )
-    assert merged.providers["openai"].model("gpt-4.1").context_window == 5
-    assert [m.id for m in merged.providers["openai"].models].count("gpt-4.1") == 1
+    assert merged.providers["openai"].model("gpt-4.1-mini").context_window == 5
+    assert [m.id for m in merged.providers["openai"].models].count("gpt-4.1-mini") == 1
 
 
 def test_vault_defines_a_new_openai_compatible_provider() -> None:
