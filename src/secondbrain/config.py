@@ -73,6 +73,21 @@ class IngestSection(_Section):
     """`ingest` in secondbrain.json: how the vault is read."""
 
     ignore: list[str] = Field(default_factory=list, description="Glob patterns of vault paths not to index.")
+    max_file_bytes: int = Field(
+        default=10 * 1024 * 1024, ge=1, description="Larger notes are skipped and reported, not indexed."
+    )
+
+
+class EmbeddingSection(_Section):
+    """`embedding` in secondbrain.json: which model turns chunks into vectors, and optional enrichment."""
+
+    provider: Literal["local", "together", "openai", "ollama"] = "local"
+    model: str | None = Field(default=None, description="None takes the provider's default model.")
+    batch_size: int = Field(default=32, ge=1, le=2048)
+    concurrency: int = Field(default=2, ge=1, le=32, description="Embedding requests in flight at once.")
+    contextualize: bool = Field(default=False, description="Write one line of LLM context per chunk before embedding.")
+    context_provider: str | None = Field(default=None, description="None takes the chat default provider.")
+    context_model: str | None = None
 
 
 class ChatSection(_Section):
@@ -90,6 +105,7 @@ class VaultConfig(_Section):
     """A vault's own `secondbrain.json`. Each later part of the system adds its section here."""
 
     ingest: IngestSection = Field(default_factory=IngestSection)
+    embedding: EmbeddingSection = Field(default_factory=EmbeddingSection)
     chat: ChatSection = Field(default_factory=ChatSection)
 
 

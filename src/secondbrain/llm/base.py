@@ -8,18 +8,21 @@ import logging
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from secondbrain.llm.errors import ProviderContext, RetryableFailure, broken_stream
 from secondbrain.llm.types import ChatRequest, StreamEvent, TextDelta, Usage
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Retry failures that happen before the first delta: up to `attempts` tries within `deadline_seconds`."""
+    """Retry what may pass (rate limits, overload, 5xx, network): up to `attempts` tries within `deadline_seconds`."""
 
     attempts: int = 4
     deadline_seconds: float = 30.0
@@ -31,6 +34,40 @@ class RetryPolicy:
             return min(max(retry_after, 0.0), self.max_delay_seconds)
         backoff = min(self.base_delay_seconds * 2**attempt, self.max_delay_seconds)
         return backoff * random.uniform(0.5, 1.0)  # jitter, so many clients do not retry in step
+
+    def start(self) -> RetryState:
+        return RetryState(self, time.monotonic() + self.deadline_seconds)
+
+
+@dataclass
+class RetryState:
+    """One operation's progress through its RetryPolicy."""
+
+    policy: RetryPolicy
+    deadline: float
+    attempts: int = 0
+
+    async def wait_or_give_up(self, failure: RetryableFailure, what: str) -> None:
+        """Sleep before the next try, or raise the failure's error when tries or time have run out."""
+        self.attempts += 1
+        pause = self.policy.delay(self.attempts - 1, failure.retry_after)
+        if self.attempts >= self.policy.attempts or time.monotonic() + pause > self.deadline:
+            tries = f"{self.attempts} attempt{'s' if self.attempts > 1 else ''}"
+            raise type(failure.error)(f"{failure.error} (gave up after {tries})") from None
+        log.info(
+            "call failed; retrying", extra={"call": what, "attempt": self.attempts, "pause_seconds": round(pause, 2)}
+        )
+        await asyncio.sleep(pause)
+
+
+async def call_with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, what: str) -> T:
+    """`await call()`, retried under `policy` while it raises RetryableFailure."""
+    state = policy.start()
+    while True:
+        try:
+            return await call()
+        except RetryableFailure as failure:
+            await state.wait_or_give_up(failure, what)
 
 
 class ChatProvider(ABC):
@@ -54,8 +91,7 @@ class ChatProvider(ABC):
         """One attempt. Raise RetryableFailure for what may pass, a SecondbrainError for what will not."""
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        deadline = time.monotonic() + self.retry.deadline_seconds
-        attempt = 0
+        retries = self.retry.start()
         while True:
             streamed = False
             finished = False
@@ -72,16 +108,7 @@ class ChatProvider(ABC):
             except RetryableFailure as failure:
                 if streamed:
                     raise broken_stream(self.context, str(failure.error)) from None
-                attempt += 1
-                pause = self.retry.delay(attempt - 1, failure.retry_after)
-                if attempt >= self.retry.attempts or time.monotonic() + pause > deadline:
-                    tries = f"{attempt} attempt{'s' if attempt > 1 else ''}"
-                    raise type(failure.error)(f"{failure.error} (gave up after {tries})") from None
-                log.info(
-                    "provider call failed; retrying",
-                    extra={"provider": self.id, "attempt": attempt, "pause_seconds": round(pause, 2)},
-                )
-                await asyncio.sleep(pause)
+                await retries.wait_or_give_up(failure, self.id)
                 continue
             if not finished:
                 raise broken_stream(self.context, "the stream ended before the model said it had finished")

@@ -1,0 +1,1 @@
+"""Embedders: text to vectors, behind one interface, chosen by configuration."""
