@@ -3,38 +3,132 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import datetime
+from pathlib import Path
 
 import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
 
+from secondbrain.config import Config
+from secondbrain.errors import InvalidInput
+from secondbrain.ingest import store
+from secondbrain.ingest.pipeline import FileDone, Ingestor, Outcome, SyncFinished, SyncStarted, Totals
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
-from secondbrain.service.runner import ServiceDeps
-from secondbrain.service.unbuilt import not_built
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["IngestService"].full_name
 
+OUTCOMES = {
+    Outcome.ADDED: pb.FILE_OUTCOME_ADDED,
+    Outcome.UPDATED: pb.FILE_OUTCOME_UPDATED,
+    Outcome.UNCHANGED: pb.FILE_OUTCOME_UNCHANGED,
+    Outcome.DELETED: pb.FILE_OUTCOME_DELETED,
+    Outcome.FAILED: pb.FILE_OUTCOME_FAILED,
+}
+STATES = {"indexed": pb.FILE_STATE_INDEXED, "pending": pb.FILE_STATE_PENDING, "failed": pb.FILE_STATE_FAILED}
+
+
+def _timestamp(value: datetime | None) -> Timestamp | None:
+    if value is None:
+        return None
+    stamp = Timestamp()
+    stamp.FromDatetime(value)
+    return stamp
+
+
+def _totals(totals: Totals) -> pb.SyncTotals:
+    return pb.SyncTotals(
+        files_seen=totals.files_seen,
+        files_done=totals.files_done,
+        added=totals.added,
+        updated=totals.updated,
+        unchanged=totals.unchanged,
+        deleted=totals.deleted,
+        failed=totals.failed,
+        chunks_embedded=totals.chunks_embedded,
+    )
+
+
+def _model(model: store.ModelRecord | None) -> pb.EmbeddingModel | None:
+    if model is None:
+        return None
+    return pb.EmbeddingModel(provider=model.provider, name=model.name, dimension=model.dimension)
+
+
+def sync_event(event: SyncStarted | FileDone | SyncFinished) -> pb.SyncVaultResponse:
+    """One pipeline event as the proto's stream event (also used by the CLI when it ingests in-process)."""
+    if isinstance(event, SyncStarted):
+        return pb.SyncVaultResponse(
+            started=pb.SyncStarted(
+                vault_path=event.vault_path,
+                files_seen=event.files_seen,
+                embedding_model=_model(event.model),
+                reembed_reason=event.reembed_reason,
+            )
+        )
+    if isinstance(event, FileDone):
+        return pb.SyncVaultResponse(
+            file=pb.FileProgress(
+                path=event.path,
+                outcome=OUTCOMES[event.outcome],
+                chunks=event.chunks,
+                error=event.error,
+                warnings=list(event.warnings),
+                totals=_totals(event.totals),
+            )
+        )
+    return pb.SyncVaultResponse(done=pb.SyncDone(totals=_totals(event.totals), milliseconds=event.milliseconds))
+
+
+def status_response(status: store.IndexStatus) -> pb.GetIndexStatusResponse:
+    return pb.GetIndexStatusResponse(
+        notes=status.notes,
+        chunks=status.chunks,
+        embedded_chunks=status.embedded_chunks,
+        failed_notes=status.failed_notes,
+        embedding_model=_model(status.model),
+        last_sync=_timestamp(status.last_sync),
+        vault_path=status.vault_path,
+        files=[
+            pb.FileStatus(
+                path=row.path,
+                state=STATES[row.status],
+                reason=row.reason,
+                chunks=row.chunks,
+                indexed_at=_timestamp(row.indexed_at),
+            )
+            for row in status.files
+        ],
+    )
+
 
 class IngestServicer(pb_grpc.IngestServiceServicer):
-    def __init__(self, deps: ServiceDeps) -> None:
-        self.deps = deps
+    def __init__(self, config: Config, ingestor: Ingestor) -> None:
+        self.config = config
+        self.ingestor = ingestor
 
     async def SyncVault(
         self, request: pb.SyncVaultRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.SyncVaultResponse]:
-        raise not_built("IngestService.SyncVault")
-        yield  # unreachable: makes this an async generator, the shape of a streaming handler
+        vault = Path(request.vault_path) if request.vault_path else self.config.settings.vault
+        if vault is None:
+            raise InvalidInput("no vault to sync: pass vault_path, or start the service with SECONDBRAIN_VAULT set")
+        async for event in self.ingestor.sync(vault, force=request.force):
+            yield sync_event(event)
 
     async def UpsertNote(
         self, request: pb.UpsertNoteRequest, context: grpc.aio.ServicerContext
     ) -> pb.UpsertNoteResponse:
-        raise not_built("IngestService.UpsertNote")
+        result = await self.ingestor.upsert(request.path, request.markdown)
+        return pb.UpsertNoteResponse(outcome=OUTCOMES[result.outcome], chunks=result.chunks, warnings=result.warnings)
 
     async def DeleteNote(
         self, request: pb.DeleteNoteRequest, context: grpc.aio.ServicerContext
     ) -> pb.DeleteNoteResponse:
-        raise not_built("IngestService.DeleteNote")
+        return pb.DeleteNoteResponse(chunks_removed=await self.ingestor.delete(request.path))
 
     async def GetIndexStatus(
         self, request: pb.GetIndexStatusRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetIndexStatusResponse:
-        raise not_built("IngestService.GetIndexStatus")
+        status = await self.ingestor.status(request.include_files, request.path_prefix)
+        return status_response(status)

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from secondbrain.config import Config, load_config
-from secondbrain.errors import SecondbrainError
+from secondbrain.errors import InvalidInput, SecondbrainError
 
 app = typer.Typer(
     help="Ask questions of your markdown notes; every answer cites the passages it read.\n\n"
@@ -82,6 +82,49 @@ def up(vault: VaultOption = None) -> None:
 
     code = _run(supervisor.run(_config(vault=vault)))
     raise typer.Exit(code)
+
+
+@app.command()
+def ingest(
+    vault: Annotated[
+        Path | None, typer.Argument(help="The vault folder; default SECONDBRAIN_VAULT.", show_default=False)
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Re-embed every note, changed or not.")] = False,
+    watch: Annotated[bool, typer.Option("--watch", help="Keep syncing as notes change, until Ctrl-C.")] = False,
+    address: Annotated[
+        str | None, typer.Option(help="host:port of an ingest service to use; default the configured one.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print each progress event as a JSON line.")] = False,
+) -> None:
+    """Index a vault: new and changed notes are chunked and embedded, deleted ones removed.
+
+    Uses the running ingest service when one answers, else does the work in this process. Only what changed since
+    the last sync is processed; --watch then keeps the index in step as you edit. Exits 1 when a note failed.
+    """
+    from secondbrain.ingest.commands import run_ingest
+
+    async def go() -> int:
+        config = _config(vault=vault)
+        root = config.settings.vault
+        if root is None:
+            raise InvalidInput("which vault? Give its folder (secondbrain ingest ~/notes) or set SECONDBRAIN_VAULT")
+        return await run_ingest(config, root.resolve(), force=force, watch=watch, address=address, as_json=as_json)
+
+    raise typer.Exit(_run(go()))
+
+
+@app.command()
+def status(
+    files: Annotated[bool, typer.Option("--files", help="List every file, not only those not indexed.")] = False,
+    address: Annotated[
+        str | None, typer.Option(help="host:port of an ingest service to ask; default the configured one.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
+) -> None:
+    """Show what the index holds: notes, chunks, the embedding model, the last sync, and why any file is not indexed."""
+    from secondbrain.ingest.commands import run_status
+
+    _run(run_status(_config(), files=files, address=address, as_json=as_json))
 
 
 @app.command()

@@ -14,7 +14,6 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 
 from secondbrain.chat.v1 import chat_service_pb2, chat_service_pb2_grpc
 from secondbrain.db import Database
-from secondbrain.ingest.v1 import ingest_service_pb2, ingest_service_pb2_grpc
 from secondbrain.retrieve.v1 import retrieve_service_pb2, retrieve_service_pb2_grpc
 from secondbrain.service.runner import ServiceDeps
 from secondbrain.service.server import RunningServer
@@ -79,11 +78,7 @@ async def test_reflection_describes_the_service(served: Served) -> None:
 
 async def _call_unbuilt(service: str, channel: grpc.aio.Channel) -> grpc.aio.AioRpcError:
     try:
-        if service == "ingest":
-            await ingest_service_pb2_grpc.IngestServiceStub(channel).GetIndexStatus(
-                ingest_service_pb2.GetIndexStatusRequest(), timeout=5
-            )
-        elif service == "retrieve":
+        if service == "retrieve":
             stream = retrieve_service_pb2_grpc.RetrieveServiceStub(channel).Retrieve(
                 retrieve_service_pb2.RetrieveRequest(query="what did I decide?"), timeout=5
             )
@@ -99,6 +94,8 @@ async def _call_unbuilt(service: str, channel: grpc.aio.Channel) -> grpc.aio.Aio
 
 
 async def test_rpc_not_built_yet_says_so(served: Served) -> None:
+    if served.service == "ingest":
+        pytest.skip("every IngestService RPC is built")
     error = await _call_unbuilt(served.service, served.channel)
     assert error.code() == grpc.StatusCode.UNIMPLEMENTED
     assert "not built yet" in error.details()

@@ -1,0 +1,215 @@
+"""`secondbrain ingest` and `secondbrain status`: the ingest service's API from a terminal.
+
+Both talk to a running ingest service over gRPC when one answers at the configured address; otherwise they open the
+database and run the same pipeline in this process, so `secondbrain ingest ~/notes` works with nothing started.
+Either way the events are the proto's, so there is one renderer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import grpc
+from google.protobuf.json_format import MessageToDict
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from secondbrain.config import Config
+from secondbrain.db import Database
+from secondbrain.errors import InvalidInput
+from secondbrain.ingest.v1 import ingest_service_pb2 as pb
+from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
+from secondbrain.service.health_client import check_health
+
+OUTCOME_NAMES = {
+    value: pb.FileOutcome.Name(value).removeprefix("FILE_OUTCOME_").lower() for value in pb.FileOutcome.values()
+}
+STATE_NAMES = {value: pb.FileState.Name(value).removeprefix("FILE_STATE_").lower() for value in pb.FileState.values()}
+
+
+class IngestAccess(Protocol):
+    def sync(self, vault: Path, force: bool) -> AsyncIterator[pb.SyncVaultResponse]: ...
+
+    async def status(self, include_files: bool) -> pb.GetIndexStatusResponse: ...
+
+
+@dataclass
+class RemoteIngest:
+    stub: pb_grpc.IngestServiceStub
+
+    async def sync(self, vault: Path, force: bool) -> AsyncIterator[pb.SyncVaultResponse]:
+        async for event in self.stub.SyncVault(pb.SyncVaultRequest(vault_path=str(vault), force=force)):
+            yield event
+
+    async def status(self, include_files: bool) -> pb.GetIndexStatusResponse:
+        return await self.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=include_files), timeout=30)
+
+
+@dataclass
+class LocalIngest:
+    config: Config
+    db: Database
+
+    async def sync(self, vault: Path, force: bool) -> AsyncIterator[pb.SyncVaultResponse]:
+        from secondbrain.ingest.server import build_ingestor
+        from secondbrain.ingest.servicer import sync_event
+
+        ingestor = build_ingestor(self.config, self.db)
+        async for event in ingestor.sync(vault, force):
+            yield sync_event(event)
+
+    async def status(self, include_files: bool) -> pb.GetIndexStatusResponse:
+        from secondbrain.ingest import store
+        from secondbrain.ingest.servicer import status_response
+
+        async with self.db.pool.acquire() as connection:
+            return status_response(await store.index_status(connection, include_files, ""))
+
+
+@contextlib.asynccontextmanager
+async def ingest_access(config: Config, address: str | None, console: Console) -> AsyncIterator[IngestAccess]:
+    """The running service when it answers, else this process."""
+    settings = config.settings
+    target = address or f"{settings.host}:{settings.ingest_port}"
+    if await check_health(target, "secondbrain.ingest.v1.IngestService", rpc_timeout=1.0) == "SERVING":
+        async with grpc.aio.insecure_channel(target) as channel:
+            yield RemoteIngest(pb_grpc.IngestServiceStub(channel))
+        return
+    if address:
+        raise InvalidInput(f"no ingest service answers at {address}")
+    console.print(f"[dim]No ingest service at {target}; working in this process.[/dim]")
+    db = await Database.open(settings)
+    try:
+        yield LocalIngest(config, db)
+    finally:
+        await db.close()
+
+
+class SyncView:
+    """A progress bar for a terminal (files, chunks, embeddings per second, errors), or JSON lines with --json."""
+
+    def __init__(self, console: Console, as_json: bool) -> None:
+        self.console = console
+        self.as_json = as_json
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[detail]}"),
+            TimeElapsedColumn(),
+            console=console,
+            disable=as_json,
+        )
+        self.task = self.progress.add_task("files", total=None, detail="")
+        self.started = time.monotonic()
+        self.summary: pb.SyncDone | None = None
+
+    def __enter__(self) -> SyncView:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(None, None, None)
+
+    def show(self, event: pb.SyncVaultResponse) -> None:
+        if self.as_json:
+            print(json.dumps(MessageToDict(event, preserving_proto_field_name=True)), flush=True)
+        kind = event.WhichOneof("event")
+        if kind == "started":
+            started = event.started
+            self.progress.update(self.task, total=started.files_seen)
+            if started.reembed_reason and not self.as_json:
+                self.console.print(f"[yellow]{started.reembed_reason}[/yellow]")
+        elif kind == "file":
+            self._file(event.file)
+        elif kind == "done":
+            self.summary = event.done
+
+    def _file(self, file: pb.FileProgress) -> None:
+        totals = file.totals
+        rate = totals.chunks_embedded / max(time.monotonic() - self.started, 1e-3)
+        self.progress.update(
+            self.task,
+            completed=totals.files_done,
+            detail=f"{totals.chunks_embedded} chunks embedded ({rate:.0f}/s), {totals.failed} failed",
+        )
+        if self.as_json:
+            return
+        if file.outcome == pb.FILE_OUTCOME_FAILED:
+            self.console.print(f"[red]✗ {file.path}[/red]: {file.error}")
+        for warning in file.warnings:
+            self.console.print(f"[yellow]! {file.path}[/yellow]: {warning}")
+
+    def print_summary(self) -> None:
+        if self.summary is None or self.as_json:
+            return
+        t = self.summary.totals
+        self.console.print(
+            f"Synced {t.files_seen} files in {self.summary.milliseconds / 1000:.1f} s: {t.added} added, "
+            f"{t.updated} updated, {t.unchanged} unchanged, {t.deleted} deleted, {t.failed} failed; "
+            f"{t.chunks_embedded} chunks embedded."
+        )
+
+
+async def run_ingest(
+    config: Config, vault: Path, *, force: bool, watch: bool, address: str | None, as_json: bool
+) -> int:
+    console = Console(stderr=True)
+    async with ingest_access(config, address, console) as access:
+        failed = await _sync_once(access, vault, force, console, as_json)
+        if not watch:
+            return 1 if failed else 0
+        await _watch(access, vault, console, as_json)
+    return 0
+
+
+async def _sync_once(access: IngestAccess, vault: Path, force: bool, console: Console, as_json: bool) -> int:
+    with SyncView(console, as_json) as view:
+        async for event in access.sync(vault, force):
+            view.show(event)
+    view.print_summary()
+    return view.summary.totals.failed if view.summary else 0
+
+
+async def _watch(access: IngestAccess, vault: Path, console: Console, as_json: bool) -> None:
+    """Sync again whenever notes change. Each sync is incremental, so a rename or delete is handled like any change."""
+    from watchfiles import awatch
+
+    def relevant(_change: object, path: str) -> bool:
+        return path.lower().endswith(".md") or path.endswith("secondbrain.json")
+
+    console.print(f"Watching {vault} for changes; Ctrl-C stops.")
+    with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
+        async for _changes in awatch(vault, watch_filter=relevant, debounce=500, step=100):
+            await _sync_once(access, vault, False, console, as_json)
+
+
+async def run_status(config: Config, *, files: bool, address: str | None, as_json: bool) -> None:
+    console = Console()
+    async with ingest_access(config, address, Console(stderr=True)) as access:
+        # Always ask for the files: the ones not indexed, and why, are part of the status.
+        status = await access.status(True)
+    if as_json:
+        print(json.dumps(MessageToDict(status, preserving_proto_field_name=True), indent=2))
+        return
+    model = status.embedding_model
+    console.print(
+        f"Notes: {status.notes}   chunks: {status.chunks} ({status.embedded_chunks} embedded)   "
+        f"failed: {status.failed_notes}"
+    )
+    console.print(f"Model: {model.provider}:{model.name} ({model.dimension}-d)" if model.name else "Model: none yet")
+    last = status.last_sync.ToDatetime().isoformat(timespec="seconds") if status.HasField("last_sync") else "never"
+    console.print(f"Last sync: {last}" + (f" of {status.vault_path}" if status.vault_path else ""))
+    for file in status.files:
+        state = STATE_NAMES[file.state]
+        if not files and state == "indexed":
+            continue
+        line = f"{state:<8} {file.path} ({file.chunks} chunks)"
+        console.print(line + (f": {file.reason}" if file.reason else ""), markup=False)

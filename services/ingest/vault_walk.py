@@ -1,0 +1,329 @@
+"""Which files in a vault are notes, and reading one safely.
+
+A vault is a folder a person also uses with other tools, so the walk is defensive: it never leaves the vault
+through a symlink, never loops, never reads a file twice under two names, and reports every markdown file it
+will not index with a reason the person can act on. Paths are vault-relative POSIX strings because they are the
+notes' identity in the database and in citations, whatever the operating system.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from secondbrain.errors import ConfigError, FailedPrecondition, InvalidInput, NotFound
+
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_DRIVE_RE = re.compile(r"^[A-Za-z]:")
+
+
+@dataclass(frozen=True)
+class VaultFile:
+    """A note found by the walk."""
+
+    path: str
+    absolute: Path
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A markdown file (or a symlink) the walk will not index, and why."""
+
+    path: str
+    reason: str
+
+
+def walk_vault(
+    root: Path, ignore: Sequence[str] = (), max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> tuple[list[VaultFile], list[Skipped]]:
+    """Every `*.md` under `root` (sorted by path) and the markdown files or symlinks skipped, with reasons.
+
+    Dot-folders (.obsidian, .git, .trash, and .claude where personas live) and paths matching an `ignore` glob
+    are left out silently: Obsidian hides the first and the person asked for the second. Symlinks
+    are followed only when they resolve inside the vault; a note reachable under two paths is listed once, under
+    its real path.
+    """
+    walk = _Walk(root, ignore, max_file_bytes)
+    return walk.run()
+
+
+def read_note_text(file: VaultFile) -> str:
+    """The note's text: UTF-8 (a BOM is dropped) with '\\r\\n' and '\\r' turned into '\\n'.
+
+    Raises InvalidInput for binary or non-UTF-8 content, naming the byte offset so the person can find it;
+    NotFound when the file has gone since the walk; FailedPrecondition when it cannot be read.
+    """
+    try:
+        data = file.absolute.read_bytes()
+    except FileNotFoundError:
+        raise NotFound(f"{file.path} no longer exists in the vault") from None
+    except OSError as error:
+        raise FailedPrecondition(f"cannot read {file.path}: {error.strerror or error}") from None
+    return _decode_note_bytes(file.path, data)
+
+
+def _decode_note_bytes(path: str, data: bytes) -> str:
+    """UTF-8 text from a note file's bytes, or InvalidInput saying where the problem is."""
+    if data.startswith(_UTF16_BOMS):
+        raise InvalidInput(f"{path} is UTF-16 encoded; save it as UTF-8 to index it")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise InvalidInput(f"{path} looks binary (a NUL byte at byte offset {nul}); notes must be UTF-8 text")
+    skipped = len(_UTF8_BOM) if data.startswith(_UTF8_BOM) else 0
+    try:
+        text = data[skipped:].decode("utf-8")
+    except UnicodeDecodeError as error:
+        offset = error.start + skipped
+        line = data.count(b"\n", 0, offset) + 1
+        raise InvalidInput(
+            f"{path} is not valid UTF-8: byte 0x{data[offset]:02x} at byte offset {offset} (line {line}); "
+            "save it as UTF-8 to index it"
+        ) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def is_note_path(path: str) -> bool:
+    """Whether `path` may name a note: relative POSIX, canonical, `.md`, outside dot-folders.
+
+    Checked on every path a client sends, because the path becomes a database key and a file name: no '..', no
+    absolute or drive paths, no backslashes, no empty or '.' segments, no NUL. Dot-folders (.obsidian, .git,
+    .trash and the rest) are refused as the walk never indexes them either.
+    """
+    if not path or "\x00" in path or "\\" in path or path.startswith("/") or _DRIVE_RE.match(path):
+        return False
+    segments = path.split("/")
+    if any(segment in ("", ".", "..") for segment in segments):
+        return False
+    if any(segment.startswith(".") for segment in segments[:-1]):
+        return False
+    name = segments[-1]
+    return name.lower().endswith(".md") and len(name) > len(".md") and not name.startswith(".")
+
+
+class _Walk:
+    """One walk: the real directories already seen (the loop and duplicate guard) and the results so far."""
+
+    def __init__(self, root: Path, ignore: Sequence[str], max_file_bytes: int) -> None:
+        if not root.is_dir():
+            raise InvalidInput(f"the vault folder {root} does not exist or is not a folder")
+        self.root = root.resolve()
+        self.patterns = [_compile_glob(pattern) for pattern in ignore if pattern.strip()]
+        self.max_file_bytes = max_file_bytes
+        self.seen_dirs: dict[Path, str] = {}
+        self.found: dict[Path, tuple[str, VaultFile]] = {}
+        self.linked_files: list[tuple[str, Path]] = []
+        self.skipped: list[Skipped] = []
+
+    def run(self) -> tuple[list[VaultFile], list[Skipped]]:
+        # Real folders first and symlinked ones after, so a note reachable both ways keeps its real path.
+        linked_dirs = self.walk_tree("", self.root)
+        while linked_dirs:
+            relative, target = linked_dirs.pop(0)
+            linked_dirs.extend(self.walk_linked_dir(relative, target))
+        for relative, target in self.linked_files:
+            self.add_linked_file(relative, target)
+        files = sorted((file for _, file in self.found.values()), key=lambda file: file.path)
+        return files, sorted(self.skipped, key=lambda skipped: skipped.path)
+
+    def walk_tree(self, relative: str, directory: Path) -> list[tuple[str, Path]]:
+        """Walk real folders under `directory`; return the symlinked folders met, to walk afterwards."""
+        self.seen_dirs[directory.resolve()] = relative
+        linked: list[tuple[str, Path]] = []
+        pending = [(relative, directory)]
+        while pending:
+            current, path = pending.pop()
+            for entry in self.entries(current, path):
+                child = f"{current}/{entry.name}" if current else entry.name
+                if entry.name.startswith(".") or self.ignored(child, _is_dir(entry)):
+                    continue
+                if entry.is_symlink():
+                    linked.extend(self.symlink(child, entry))
+                elif entry.is_dir(follow_symlinks=False):
+                    real = Path(entry.path).resolve()
+                    if real not in self.seen_dirs:  # Met before only inside a symlinked folder: already walked.
+                        self.seen_dirs[real] = child
+                        pending.append((child, Path(entry.path)))
+                elif _is_markdown(entry.name):
+                    self.add_file(child, Path(entry.path))
+        return linked
+
+    def entries(self, relative: str, path: Path) -> list[os.DirEntry[str]]:
+        try:
+            with os.scandir(path) as iterator:
+                return list(iterator)
+        except OSError as error:
+            self.skipped.append(Skipped(relative or ".", f"cannot read this folder: {error.strerror or error}"))
+            return []
+
+    def symlink(self, relative: str, entry: os.DirEntry[str]) -> list[tuple[str, Path]]:
+        """Decide about one symlink; a folder inside the vault is returned to be walked later."""
+        try:
+            target = Path(entry.path).resolve(strict=True)
+            info = target.stat()
+        except (OSError, RuntimeError):
+            if _is_markdown(entry.name):
+                self.skipped.append(Skipped(relative, "broken symlink (its target does not exist or loops)"))
+            return []
+        if not target.is_relative_to(self.root):
+            self.skipped.append(Skipped(relative, f"symlink to outside the vault ({target}); not followed"))
+            return []
+        is_dir = stat.S_ISDIR(info.st_mode)
+        if target != self.root and self.excluded(target.relative_to(self.root).as_posix(), is_dir):
+            inside = target.relative_to(self.root).as_posix()
+            self.skipped.append(
+                Skipped(relative, f"symlink to {inside}, which is not indexed (a hidden folder or ingest.ignore)")
+            )
+            return []
+        if is_dir:
+            return [(relative, target)]
+        if _is_markdown(entry.name):
+            self.linked_files.append((relative, target))
+        return []
+
+    def walk_linked_dir(self, relative: str, target: Path) -> list[tuple[str, Path]]:
+        already = self.seen_dirs.get(target)
+        if already is not None:
+            where = f"the folder {already}" if already else "the vault folder itself"
+            self.skipped.append(Skipped(relative, f"symlink to {where}, which is indexed under its own path"))
+            return []
+        return self.walk_tree(relative, Path(self.root, relative))
+
+    def add_linked_file(self, relative: str, target: Path) -> None:
+        listed = self.found.get(target)
+        if listed is not None:
+            self.skipped.append(Skipped(relative, f"symlink to {listed[0]}, which is indexed under that path"))
+            return
+        self.add_file(relative, Path(self.root, relative), real=target)
+
+    def add_file(self, relative: str, path: Path, real: Path | None = None) -> None:
+        try:
+            info = path.stat()
+            real = real or path.resolve()
+        except OSError as error:
+            self.skipped.append(Skipped(relative, f"cannot read this file: {error.strerror or error}"))
+            return
+        if not stat.S_ISREG(info.st_mode):
+            self.skipped.append(Skipped(relative, "not a regular file (a device, socket or pipe)"))
+            return
+        if info.st_size > self.max_file_bytes:
+            self.skipped.append(
+                Skipped(
+                    relative,
+                    f"larger than the {_format_bytes(self.max_file_bytes, exact=True)} limit (ingest.max_file_bytes): "
+                    f"{_format_bytes(info.st_size)}; raise the limit or split the note",
+                )
+            )
+            return
+        if real in self.found:
+            return
+        file = VaultFile(path=relative, absolute=path, size=info.st_size, mtime=info.st_mtime)
+        self.found[real] = (relative, file)
+
+    def ignored(self, relative: str, is_dir: bool = False) -> bool:
+        return any(pattern(relative, is_dir) for pattern in self.patterns)
+
+    def excluded(self, relative: str, is_dir: bool) -> bool:
+        """Whether the walk leaves this path out: inside a dot-folder, or matching an ignore pattern."""
+        return any(part.startswith(".") for part in relative.split("/")) or self.ignored(relative, is_dir)
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """Whether the entry is (or links to) a folder; a looping or broken link is not one."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_markdown(name: str) -> bool:
+    return name.lower().endswith(".md")
+
+
+def _format_bytes(size: int, exact: bool = False) -> str:
+    """ "10 MB", "1.5 KB"; `exact` keeps a limit that is not a whole number of units in bytes, as configured."""
+    for unit, scale in (("GB", 1024**3), ("MB", 1024**2), ("KB", 1024)):
+        if size >= scale:
+            if size % scale == 0:
+                return f"{size // scale} {unit}"
+            if not exact:
+                return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"
+
+
+@cache
+def _compile_glob(pattern: str) -> _GlobMatcher:
+    return _GlobMatcher(pattern)
+
+
+class _GlobMatcher:
+    """An ignore pattern, gitignore style, matched against vault-relative paths.
+
+    `*` and `?` stay within one path segment, `**` crosses segments (`Archive/**`, `**/drafts/*`). A pattern
+    without '/' matches a file or folder name at any depth (`*.excalidraw.md`, `Archive`); a pattern with one is
+    anchored at the vault root (`Templates/*`). Matching a folder ignores everything inside it; a trailing '/'
+    makes a pattern match only folders.
+    """
+
+    def __init__(self, pattern: str) -> None:
+        pattern = pattern.strip()
+        self.folders_only = pattern.endswith("/")
+        pattern = pattern.strip("/")
+        self.anchored = "/" in pattern
+        if pattern.endswith("/**"):
+            # "X/**" is everything inside folder X: the same as ignoring the folder, which also skips walking it.
+            pattern, self.folders_only = pattern[:-3], True
+        try:
+            self.regex = re.compile(_glob_to_regex(pattern))
+        except re.error as error:
+            raise ConfigError(f"ingest.ignore: {pattern!r} is not a valid glob pattern ({error})") from None
+
+    def __call__(self, relative: str, is_dir: bool) -> bool:
+        segments = relative.split("/")
+        folders = len(segments) if is_dir else len(segments) - 1
+        # Anchored patterns try every leading part, so "Archive/2020" ignores each path inside that folder.
+        candidates = ["/".join(segments[: index + 1]) for index in range(len(segments))] if self.anchored else segments
+        if self.folders_only:
+            candidates = candidates[:folders]
+        return any(self.regex.fullmatch(candidate) for candidate in candidates)
+
+
+def _glob_to_regex(pattern: str) -> str:
+    parts: list[str] = []
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if pattern.startswith("**/", index):
+            parts.append("(?:.*/)?")
+            index += 3
+            continue
+        if pattern.startswith("**", index):
+            parts.append(".*")
+            index += 2
+            continue
+        if char == "*":
+            parts.append("[^/]*")
+        elif char == "?":
+            parts.append("[^/]")
+        elif char == "[":
+            closing = pattern.find("]", index + 2)
+            if closing < 0:
+                parts.append(re.escape(char))
+            else:
+                body = pattern[index + 1 : closing].replace("\\", "\\\\")
+                negate = body.startswith("!")
+                parts.append(f"[{'^' if negate else ''}{body[1:] if negate else body}]")
+                index = closing + 1
+                continue
+        else:
+            parts.append(re.escape(char))
+        index += 1
+    return "".join(parts)

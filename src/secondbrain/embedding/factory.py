@@ -1,0 +1,48 @@
+"""The factory: the embedder a vault's `embedding` section asks for, with its endpoint and key from the environment.
+
+Vendor modules import their SDKs (torch, openai, httpx2), so only the one in use is imported. Endpoints and keys
+come from the same catalog as the chat providers (TOGETHER_API_KEY/TOGETHER_BASE_URL, OPENAI_API_KEY/
+OPENAI_BASE_URL, OLLAMA_URL), so one variable points both at the same place. A remote provider without its key is
+refused here, at start, naming the variable, rather than on the first chunk of an ingest run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from secondbrain.config import EmbeddingSection
+from secondbrain.embedding.base import Embedder
+from secondbrain.embedding.models import lookup
+from secondbrain.errors import FailedPrecondition
+from secondbrain.llm.base import RetryPolicy
+from secondbrain.llm.catalog import ProviderCatalog
+
+
+def create_embedder(
+    section: EmbeddingSection, env: Mapping[str, str] | None = None, *, retry: RetryPolicy | None = None
+) -> Embedder:
+    """A ready-to-call embedder for `section` (nothing is loaded or contacted yet).
+
+    `env` defaults to the process environment; `retry` to the shared policy (tests pass a fast one).
+    Raises ConfigError for a local model that is not the bundled one, FailedPrecondition for a missing key.
+    """
+    spec = lookup(section.provider, section.model)
+    if spec.provider == "local":
+        from secondbrain.embedding.local import LocalEmbedder
+
+        return LocalEmbedder(spec, batch_size=section.batch_size)
+
+    context = ProviderCatalog.from_overrides({}, env).context(spec.provider)
+    if context.api_key_env and not context.api_key:
+        raise FailedPrecondition(
+            f"embedding.provider is {spec.provider!r} but {context.api_key_env} is not set: set it, or use the local "
+            "provider, which needs no key"
+        )
+    options = {"batch_size": section.batch_size, "concurrency": section.concurrency, "retry": retry}
+    if spec.provider == "ollama":
+        from secondbrain.embedding.ollama_embedder import OllamaEmbedder
+
+        return OllamaEmbedder(spec, context, **options)
+    from secondbrain.embedding.openai_embedder import OpenAIEmbedder
+
+    return OpenAIEmbedder(spec, context, **options)

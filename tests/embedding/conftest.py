@@ -1,0 +1,74 @@
+"""The local model, loaded once per session (it takes seconds), with every network connection refused and recorded.
+
+The offline switches are removed from the environment first, so what keeps the load offline is the embedder's own
+doing, not the test's.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from secondbrain.config import EmbeddingSection
+from secondbrain.embedding import create_embedder
+from secondbrain.embedding.local import LocalEmbedder
+
+OFFLINE_SWITCHES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+@dataclass
+class NetworkGuard:
+    """Refuses every IP connection and name lookup while active, and remembers who asked for one."""
+
+    attempts: list[str] = field(default_factory=list)
+
+    def connect(self, sock: socket.socket, address: Any) -> None:
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            self.attempts.append(f"connect {address!r}")
+            raise OSError("network access is not allowed while loading the local model")
+        _real_connect(sock, address)
+
+    def getaddrinfo(self, host: Any, *args: Any, **kwargs: Any) -> Any:
+        self.attempts.append(f"resolve {host!r}")
+        raise socket.gaierror("name lookups are not allowed while loading the local model")
+
+
+_real_connect = socket.socket.connect
+
+
+@dataclass
+class LocalLoad:
+    """The session's local embedder and what its load did."""
+
+    embedder: LocalEmbedder
+    network_attempts: list[str]
+    switches_after_load: dict[str, str | None]
+
+
+@pytest.fixture(scope="session")
+async def local_load() -> AsyncIterator[LocalLoad]:
+    embedder = create_embedder(EmbeddingSection(provider="local", batch_size=16))
+    assert isinstance(embedder, LocalEmbedder)
+    assert not embedder.loaded, "creating the embedder must not load the model"
+    guard = NetworkGuard()
+    with pytest.MonkeyPatch.context() as patch:
+        for name in OFFLINE_SWITCHES:
+            patch.delenv(name, raising=False)
+        patch.setattr(socket.socket, "connect", guard.connect)
+        patch.setattr(socket, "getaddrinfo", guard.getaddrinfo)
+        await embedder.ensure_ready()
+        switches = {name: os.environ.get(name) for name in OFFLINE_SWITCHES}
+    yield LocalLoad(embedder, guard.attempts, switches)
+    await embedder.aclose()
+
+
+@pytest.fixture
+def local_embedder(local_load: LocalLoad) -> Iterator[LocalEmbedder]:
+    """The session's loaded local embedder, its truncation counter at zero for this test."""
+    local_load.embedder.truncated = 0
+    yield local_load.embedder

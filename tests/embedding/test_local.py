@@ -1,0 +1,116 @@
+"""The local embedder with the real bundled model: offline, lazy, 384-d unit vectors that put meaning together, and
+token counts that agree with the tokenizer the model itself encodes with."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from secondbrain.embedding.local import LocalEmbedder
+from secondbrain.errors import InvalidInput
+from tests.embedding.conftest import LocalLoad
+
+TEXTS = [
+    "We chose Postgres with pgvector for storage, because one database is simpler to run.",
+    "Résumé of the café meeting: naïve caching was dropped.",
+    "def chunk(text: str) -> list[str]:\n    return text.split('\\n\\n')  # paragraphs",
+    "東京で会議。数据库的选择。🚀 emoji and CJK",
+    "[[Project Atlas]] #decision #storage — see 2026-10-03 notes",
+    "",
+    "   \t\n",
+    "supercalifragilisticexpialidocious antidisestablishmentarianism",
+]
+
+
+def model_tokens(embedder: LocalEmbedder, text: str) -> int:
+    return len(embedder.encoder.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def test_the_model_loads_from_the_bundle_without_touching_the_network(local_load: LocalLoad) -> None:
+    assert local_load.embedder.loaded
+    assert local_load.network_attempts == []
+    assert local_load.switches_after_load == {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    assert local_load.embedder.load_seconds is not None
+
+
+def test_shape_window_and_identity_match_the_model(local_embedder: LocalEmbedder) -> None:
+    assert local_embedder.identity == "local:sentence-transformers/all-MiniLM-L6-v2"
+    assert local_embedder.dimension == 384 == local_embedder.encoder.get_embedding_dimension()
+    assert local_embedder.window == 256 == local_embedder.encoder.max_seq_length
+    # [CLS] and [SEP] take two of the 256 positions.
+    assert local_embedder.max_document_tokens == 254
+
+
+async def test_documents_are_unit_float32_rows_in_input_order(local_embedder: LocalEmbedder) -> None:
+    texts = [f"note {i}: " + TEXTS[i % 5] for i in range(20)]  # more than one batch of 16
+    vectors = await local_embedder.embed_documents(texts)
+    assert vectors.shape == (20, 384)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    # Row i is text i's vector: embedding a text alone gives the same row.
+    for index in (0, 7, 19):
+        alone = await local_embedder.embed_query(texts[index])
+        assert alone.shape == (384,)
+        np.testing.assert_allclose(alone, vectors[index], atol=1e-5)
+
+
+async def test_similar_meanings_are_closer_than_unrelated_ones(local_embedder: LocalEmbedder) -> None:
+    question = await local_embedder.embed_query("How do I reset my router's admin password?")
+    notes = await local_embedder.embed_documents(
+        [
+            "Steps to change the Wi-Fi router login password after a factory reset.",
+            "Grandma's banana bread: three ripe bananas, flour, butter, bake for an hour.",
+        ]
+    )
+    related, unrelated = notes @ question
+    assert related > unrelated + 0.3
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_count_tokens_matches_the_model_tokenizer(local_embedder: LocalEmbedder, text: str) -> None:
+    assert local_embedder.count_tokens(text) == model_tokens(local_embedder, text)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=300))
+def test_count_tokens_matches_the_model_tokenizer_for_any_text(local_load: LocalLoad, text: str) -> None:
+    embedder = local_load.embedder
+    assert embedder.count_tokens(text) == model_tokens(embedder, text)
+
+
+async def test_an_over_long_document_is_embedded_and_its_truncation_counted(
+    local_embedder: LocalEmbedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    long_note = " ".join(["storage decision"] * 200)  # 400 tokens, more than the model reads
+    assert local_embedder.count_tokens(long_note) > local_embedder.max_document_tokens
+    vectors = await local_embedder.embed_documents(["a short note", long_note])
+    assert vectors.shape == (2, 384)
+    assert local_embedder.truncated == 1
+    [warning] = [record for record in caplog.records if record.levelname == "WARNING"]
+    assert warning.input == 1  # type: ignore[attr-defined]
+    assert "storage decision" not in warning.getMessage()  # the note's text is never logged
+
+
+async def test_empty_input_gives_an_empty_matrix_and_blank_text_is_refused(local_embedder: LocalEmbedder) -> None:
+    assert (await local_embedder.embed_documents([])).shape == (0, 384)
+    with pytest.raises(InvalidInput, match="input 1"):
+        await local_embedder.embed_documents(["fine", "  "])
+
+
+def test_importing_and_creating_the_embedder_loads_no_model() -> None:
+    """Importing torch takes seconds; a service that never embeds, or counts tokens only, must not pay for it."""
+    code = (
+        "import sys\n"
+        "from secondbrain.config import EmbeddingSection\n"
+        "from secondbrain.embedding import create_embedder\n"
+        "embedder = create_embedder(EmbeddingSection(provider='local'))\n"
+        "assert embedder.count_tokens('hello world') == 2\n"
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.strip() == "[]"

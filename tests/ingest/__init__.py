@@ -1,0 +1,1 @@
+"""The ingest service: parsing, chunking and walking a vault, and the service end to end."""

@@ -1,0 +1,127 @@
+"""An ingest service on port 0 over a real PostgreSQL, embedding through a local server that speaks OpenAI's API.
+
+The wire server makes embedding fast and countable (each request is recorded), while the real `openai` SDK runs.
+The local model has its own tests; `test_obsidian_help.py` runs it end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+import pytest
+
+from secondbrain.config import Config, load_config
+from secondbrain.db import Database
+from secondbrain.ingest.server import build_ingestor, create_server
+from secondbrain.ingest.v1 import ingest_service_pb2 as pb
+from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
+from secondbrain.service.runner import ServiceDeps
+from tests.wire import OpenAIServer
+
+EMBEDDING_DIMENSION = 1536  # text-embedding-3-small, the openai embedder's default model
+
+
+@dataclass
+class Vault:
+    root: Path
+
+    def write(self, path: str, text: str) -> Path:
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        return target
+
+    def configure(self, **sections: dict) -> None:
+        self.write("secondbrain.json", json.dumps(sections))
+
+
+@dataclass
+class Ingest:
+    """A running ingest service, its stub, the embedding server behind it, and the vault it reads."""
+
+    stub: pb_grpc.IngestServiceStub
+    embedder: OpenAIServer
+    vault: Vault
+    db: Database
+    restart: Callable[..., object] = field(repr=False, default=lambda: None)
+
+    async def sync(self, force: bool = False) -> list[pb.SyncVaultResponse]:
+        request = pb.SyncVaultRequest(vault_path=str(self.vault.root), force=force)
+        return [event async for event in self.stub.SyncVault(request, timeout=120)]
+
+    def embedded_texts(self) -> list[str]:
+        """Every text the embedding server has been asked to embed, in order."""
+        texts: list[str] = []
+        for request in self.embedder.requests:
+            if request.path.endswith("/embeddings"):
+                value = request.json["input"]
+                texts.extend([value] if isinstance(value, str) else value)
+        return texts
+
+
+def files(events: list[pb.SyncVaultResponse]) -> dict[str, pb.FileProgress]:
+    return {event.file.path: event.file for event in events if event.WhichOneof("event") == "file"}
+
+
+def embedding_env(server: OpenAIServer) -> dict[str, str]:
+    return {"OPENAI_API_KEY": "sk-test-embeddings-0123456789", "OPENAI_BASE_URL": server.base_url}
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Vault:
+    root = tmp_path / "vault"
+    root.mkdir()
+    made = Vault(root)
+    made.configure(embedding={"provider": "openai", "batch_size": 16})
+    return made
+
+
+@pytest.fixture
+async def ingest(
+    vault: Vault, database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Ingest]:
+    for key in list(os.environ):
+        if key.startswith("SECONDBRAIN_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("SECONDBRAIN_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("SECONDBRAIN_VAULT", str(vault.root))
+    async with OpenAIServer(dimensions=EMBEDDING_DIMENSION) as server:
+        config = load_config()
+        db = await Database.open(config.settings)
+        running = None
+        channel = None
+
+        async def start(config: Config = config) -> pb_grpc.IngestServiceStub:
+            nonlocal running, channel
+            await stop()
+            ingestor = build_ingestor(config, db, embedding_env(server))
+            running = await create_server("127.0.0.1:0", ServiceDeps(config=config, db=db), ingestor)
+            await running.start()
+            channel = grpc.aio.insecure_channel(f"127.0.0.1:{running.port}")
+            return pb_grpc.IngestServiceStub(channel)
+
+        async def stop() -> None:
+            if channel is not None:
+                await channel.close()
+            if running is not None:
+                await running.stop(grace=1)
+
+        handle = Ingest(await start(), server, vault, db)
+
+        async def restart(**vault_sections: dict) -> None:
+            if vault_sections:
+                vault.configure(**vault_sections)
+            handle.stub = await start(load_config())
+
+        handle.restart = restart
+        try:
+            yield handle
+        finally:
+            await stop()
+            await db.close()

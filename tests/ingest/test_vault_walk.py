@@ -1,0 +1,295 @@
+"""walk_vault, read_note_text and is_note_path: which files are notes, read safely, named safely."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from secondbrain.errors import ConfigError, InvalidInput, NotFound
+from secondbrain.ingest.vault_walk import VaultFile, is_note_path, read_note_text, walk_vault
+
+FIXTURE = Path(__file__).parent.parent / "data" / "vault"
+ALL_NOTES = [
+    "Archive/Old.md",
+    "Drawings/Sketch.excalidraw.md",
+    "Home.md",
+    "Malformed.md",
+    "Projects/Plan.md",
+    "Projects/Research/Reading List.md",
+    "SHOUTING.MD",
+    "Templates/Daily.md",
+]
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    """A writable copy of the fixture vault, for symlinks and binary files."""
+    root = tmp_path / "vault"
+    shutil.copytree(FIXTURE, root)
+    return root
+
+
+def paths(root: Path, ignore: tuple[str, ...] = (), **options) -> list[str]:
+    files, _ = walk_vault(root, ignore, **options)
+    return [file.path for file in files]
+
+
+def write(root: Path, relative: str, text: str = "# Note\n") -> Path:
+    target = root / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+# --- what is a note ---------------------------------------------------------------------------------------------
+
+
+def test_every_markdown_file_outside_dot_folders_sorted_by_path() -> None:
+    files, skipped = walk_vault(FIXTURE)
+    assert [file.path for file in files] == ALL_NOTES
+    assert skipped == []
+
+
+def test_vault_file_carries_size_mtime_and_an_absolute_path() -> None:
+    files, _ = walk_vault(FIXTURE)
+    home = next(file for file in files if file.path == "Home.md")
+    info = (FIXTURE / "Home.md").stat()
+    assert home.absolute.is_absolute() and home.absolute.samefile(FIXTURE / "Home.md")
+    assert (home.size, home.mtime) == (info.st_size, info.st_mtime)
+
+
+def test_ignore_patterns_from_the_vault_config() -> None:
+    ignore = ("Archive/**", "Templates/*", "*.excalidraw.md")
+    assert paths(FIXTURE, ignore) == [
+        "Home.md",
+        "Malformed.md",
+        "Projects/Plan.md",
+        "Projects/Research/Reading List.md",
+        "SHOUTING.MD",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "ignored"),
+    [
+        ("Archive/**", {"Archive/a.md", "Archive/deep/b.md"}),
+        ("Archive", {"Archive/a.md", "Archive/deep/b.md", "Notes/Archive/c.md"}),
+        ("Archive/", {"Archive/a.md", "Archive/deep/b.md", "Notes/Archive/c.md"}),
+        ("Templates/*", {"Templates/t.md", "Templates/sub/u.md"}),
+        ("**/drafts/*", {"drafts/d.md", "Notes/drafts/e.md"}),
+        ("*.excalidraw.md", {"x.excalidraw.md", "Notes/y.excalidraw.md"}),
+        ("Notes/?.md", {"Notes/z.md"}),
+        ("Notes/[xz].md", {"Notes/z.md"}),
+        ("/Archive/deep", {"Archive/deep/b.md"}),
+    ],
+)
+def test_glob_semantics(tmp_path: Path, pattern: str, ignored: set[str]) -> None:
+    every = [
+        "Archive/a.md",
+        "Archive/deep/b.md",
+        "Notes/Archive/c.md",
+        "Notes/z.md",
+        "Notes/long.md",
+        "Notes/y.excalidraw.md",
+        "Notes/drafts/e.md",
+        "Templates/t.md",
+        "Templates/sub/u.md",
+        "drafts/d.md",
+        "x.excalidraw.md",
+        "keep.md",
+    ]
+    for relative in every:
+        write(tmp_path, relative)
+    assert set(every) - set(paths(tmp_path, (pattern,))) == ignored
+
+
+def test_an_invalid_ignore_pattern_names_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"ingest.ignore: 'Notes/\[z-a\].md' is not a valid glob pattern"):
+        walk_vault(tmp_path, ("Notes/[z-a].md",))
+
+
+def test_dot_folders_are_never_walked(vault: Path) -> None:
+    write(vault, ".trash/Deleted.md")
+    write(vault, ".git/objects/readme.md")
+    write(vault, "Projects/.hidden/secret.md")
+    assert paths(vault) == ALL_NOTES
+
+
+def test_an_empty_or_missing_vault(tmp_path: Path) -> None:
+    assert walk_vault(tmp_path) == ([], [])
+    with pytest.raises(InvalidInput, match="does not exist"):
+        walk_vault(tmp_path / "missing")
+
+
+# --- size limit -------------------------------------------------------------------------------------------------
+
+
+def test_files_over_the_size_limit_are_skipped_with_a_reason_naming_the_key(vault: Path) -> None:
+    with (vault / "Big.md").open("wb") as handle:
+        handle.truncate(10 * 1024 * 1024 + 1)
+    files, skipped = walk_vault(vault)
+    assert "Big.md" not in [file.path for file in files]
+    assert [item.path for item in skipped] == ["Big.md"]
+    assert "larger than the 10 MB limit (ingest.max_file_bytes)" in skipped[0].reason
+
+
+def test_the_size_limit_is_configurable(vault: Path) -> None:
+    files, skipped = walk_vault(vault, max_file_bytes=100)
+    assert {file.path for file in files} == {
+        "Archive/Old.md",
+        "Drawings/Sketch.excalidraw.md",
+        "SHOUTING.MD",
+        "Templates/Daily.md",
+    }
+    assert all("100 bytes limit (ingest.max_file_bytes)" in item.reason for item in skipped)
+    write(vault, "Big.md", "x" * 2150)
+    _, skipped = walk_vault(vault, max_file_bytes=2000)
+    assert "larger than the 2000 bytes limit (ingest.max_file_bytes): 2.1 KB;" in skipped[0].reason
+
+
+# --- symlinks ---------------------------------------------------------------------------------------------------
+
+
+def test_symlinks_outside_the_vault_are_skipped(vault: Path, tmp_path: Path) -> None:
+    outside = write(tmp_path / "elsewhere", "Secret.md", "# Secret\n")
+    (vault / "Escape.md").symlink_to(outside)
+    (vault / "Elsewhere").symlink_to(outside.parent, target_is_directory=True)
+    files, skipped = walk_vault(vault)
+    assert [file.path for file in files] == ALL_NOTES
+    assert {item.path: item.reason.startswith("symlink to outside the vault") for item in skipped} == {
+        "Elsewhere": True,
+        "Escape.md": True,
+    }
+
+
+def test_symlinks_inside_the_vault_are_followed_once(vault: Path) -> None:
+    (vault / "attachments" / "plain.txt").write_text("# Linked from a .md name\n")
+    (vault / "Linked.md").symlink_to(vault / "attachments" / "plain.txt")
+    (vault / "Plan alias.md").symlink_to(vault / "Projects" / "Plan.md")
+    (vault / "Projects link").symlink_to(vault / "Projects", target_is_directory=True)
+    files, skipped = walk_vault(vault)
+    assert [file.path for file in files] == sorted([*ALL_NOTES, "Linked.md"])
+    reasons = {item.path: item.reason for item in skipped}
+    assert reasons["Plan alias.md"] == "symlink to Projects/Plan.md, which is indexed under that path"
+    assert reasons["Projects link"] == "symlink to the folder Projects, which is indexed under its own path"
+
+
+def test_symlink_loops_end(vault: Path) -> None:
+    (vault / "Projects" / "Loop").symlink_to(vault, target_is_directory=True)
+    (vault / "Projects" / "Research" / "Up").symlink_to(vault / "Projects", target_is_directory=True)
+    (vault / "a.md").symlink_to(vault / "b.md")
+    (vault / "b.md").symlink_to(vault / "a.md")
+    (vault / "Gone.md").symlink_to(vault / "missing.md")
+    files, skipped = walk_vault(vault)
+    assert [file.path for file in files] == ALL_NOTES
+    reasons = {item.path: item.reason for item in skipped}
+    assert reasons["Projects/Loop"] == "symlink to the vault folder itself, which is indexed under its own path"
+    assert reasons["Projects/Research/Up"].startswith("symlink to the folder Projects")
+    assert reasons["a.md"].startswith("broken symlink")
+    assert reasons["Gone.md"].startswith("broken symlink")
+
+
+def test_a_symlink_into_an_excluded_folder_is_not_a_way_around_it(vault: Path) -> None:
+    (vault / "Old link.md").symlink_to(vault / "Archive" / "Old.md")
+    (vault / "Config").symlink_to(vault / ".obsidian", target_is_directory=True)
+    _, skipped = walk_vault(vault, ("Archive/**",))
+    assert {item.path for item in skipped} == {"Old link.md", "Config"}
+    assert all("not indexed (a hidden folder or ingest.ignore)" in item.reason for item in skipped)
+
+
+def test_a_vault_root_that_is_itself_a_symlink(vault: Path, tmp_path: Path) -> None:
+    (tmp_path / "shortcut").symlink_to(vault, target_is_directory=True)
+    assert paths(tmp_path / "shortcut") == ALL_NOTES
+
+
+# --- reading ----------------------------------------------------------------------------------------------------
+
+
+def note_file(path: Path, relative: str) -> VaultFile:
+    info = path.stat()
+    return VaultFile(path=relative, absolute=path, size=info.st_size, mtime=info.st_mtime)
+
+
+def test_read_normalises_line_endings_and_drops_a_bom(tmp_path: Path) -> None:
+    path = tmp_path / "n.md"
+    path.write_bytes(b"\xef\xbb\xbf# Title\r\nline two\rline three\n")
+    assert read_note_text(note_file(path, "n.md")) == "# Title\nline two\nline three\n"
+
+
+def test_binary_content_is_refused_with_the_offset(vault: Path) -> None:
+    (vault / "binary.md").write_bytes(b"# Looks like a note\n\x89PNG\x00\x00IHDR")
+    files, _ = walk_vault(vault)
+    binary = next(file for file in files if file.path == "binary.md")
+    with pytest.raises(InvalidInput, match=r"binary\.md looks binary \(a NUL byte at byte offset 24\)"):
+        read_note_text(binary)
+
+
+def test_non_utf8_is_refused_naming_the_byte_offset_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin.md"
+    path.write_bytes("# Café\n\nCrème\n".encode("latin-1"))
+    with pytest.raises(InvalidInput, match=r"not valid UTF-8: byte 0xe9 at byte offset 5 \(line 1\)"):
+        read_note_text(note_file(path, "latin.md"))
+    path.write_bytes(b"\xef\xbb\xbfok\n\xff")
+    with pytest.raises(InvalidInput, match=r"byte offset 6 \(line 2\)"):
+        read_note_text(note_file(path, "latin.md"))
+
+
+def test_utf16_gets_its_own_message(tmp_path: Path) -> None:
+    path = tmp_path / "wide.md"
+    path.write_bytes("# Wide\n".encode("utf-16"))
+    with pytest.raises(InvalidInput, match="UTF-16"):
+        read_note_text(note_file(path, "wide.md"))
+
+
+def test_a_file_gone_since_the_walk_is_not_found(tmp_path: Path) -> None:
+    path = write(tmp_path, "gone.md")
+    file = note_file(path, "gone.md")
+    path.unlink()
+    with pytest.raises(NotFound, match=r"gone\.md no longer exists"):
+        read_note_text(file)
+
+
+def test_every_fixture_note_reads() -> None:
+    files, _ = walk_vault(FIXTURE)
+    assert all(read_note_text(file).startswith(("#", "---")) for file in files)
+
+
+# --- note paths from clients ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["Note.md", "Inbox/Idea.md", "Deep/er/Path With Spaces.md", "UPPER.MD", "日本語/メモ.md", "a..b.md"],
+)
+def test_note_paths_accepted(path: str) -> None:
+    assert is_note_path(path)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "",
+        "Note.txt",
+        "Note",
+        ".md",
+        "/etc/passwd.md",
+        "../outside.md",
+        "Inbox/../../outside.md",
+        "Inbox/./Idea.md",
+        "Inbox//Idea.md",
+        "Inbox/",
+        "C:/Users/me/Note.md",
+        "c:Note.md",
+        "Inbox\\Idea.md",
+        "Note\x00.md",
+        ".obsidian/workspace.md",
+        ".git/notes.md",
+        ".trash/Old.md",
+        "Projects/.hidden/Note.md",
+        ".hidden.md",
+    ],
+)
+def test_note_paths_refused(path: str) -> None:
+    assert not is_note_path(path)
