@@ -163,10 +163,9 @@ async def run_ingest(
 ) -> int:
     console = Console(stderr=True)
     async with ingest_access(config, address, console) as access:
-        failed = await _sync_once(access, vault, force, console, as_json)
         if not watch:
-            return 1 if failed else 0
-        await _watch(access, vault, console, as_json)
+            return 1 if await _sync_once(access, vault, force, console, as_json) else 0
+        await _watch(access, vault, force, console, as_json)
     return 0
 
 
@@ -178,17 +177,36 @@ async def _sync_once(access: IngestAccess, vault: Path, force: bool, console: Co
     return view.summary.totals.failed if view.summary else 0
 
 
-async def _watch(access: IngestAccess, vault: Path, console: Console, as_json: bool) -> None:
-    """Sync again whenever notes change. Each sync is incremental, so a rename or delete is handled like any change."""
+async def _watch(access: IngestAccess, vault: Path, force: bool, console: Console, as_json: bool) -> None:
+    """Sync, then sync again whenever notes change, until Ctrl-C. Each sync is incremental, so a rename or a delete
+    is handled like any other change. The watcher starts before the first sync, so an edit made while a sync runs
+    is picked up by the next one rather than lost."""
     from watchfiles import awatch
 
     def relevant(_change: object, path: str) -> bool:
         return path.lower().endswith(".md") or path.endswith("secondbrain.json")
 
-    console.print(f"Watching {vault} for changes; Ctrl-C stops.")
-    with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
-        async for _changes in awatch(vault, watch_filter=relevant, debounce=500, step=100):
+    changed = asyncio.Event()
+
+    async def watch_files() -> None:
+        async for _changes in awatch(vault, watch_filter=relevant, debounce=300, step=50):
+            changed.set()
+
+    watcher = asyncio.create_task(watch_files())
+    await asyncio.sleep(0.2)  # let the watcher register before the first scan
+    try:
+        await _sync_once(access, vault, force, console, as_json)
+        console.print(f"Watching {vault} for changes; Ctrl-C stops.")
+        while True:
+            await changed.wait()
+            changed.clear()
             await _sync_once(access, vault, False, console, as_json)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        pass
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
 
 
 async def run_status(config: Config, *, files: bool, address: str | None, as_json: bool) -> None:

@@ -149,8 +149,14 @@ class Ingestor:
         return replace(budget, max_tokens=budget.max_tokens - CONTEXT_TOKENS)
 
     async def model(self) -> store.ModelRecord:
-        await self.embedder.ensure_ready()
-        return store.ModelRecord(self.embedder.provider, self.embedder.model, self.embedder.dimension)
+        """The embedder's model. Known models need nothing loaded, so a sync with nothing to embed stays fast; an
+        unknown remote model is asked for its dimension once."""
+        try:
+            dimension = self.embedder.dimension
+        except FailedPrecondition:
+            await self.embedder.ensure_ready()
+            dimension = self.embedder.dimension
+        return store.ModelRecord(self.embedder.provider, self.embedder.model, dimension)
 
     # Preparing ---------------------------------------------------------------------------------------------------
 

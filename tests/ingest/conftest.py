@@ -25,6 +25,13 @@ from tests.wire import OpenAIServer
 
 EMBEDDING_DIMENSION = 1536  # text-embedding-3-small, the openai embedder's default model
 
+ARCHITECTURE_NOTE = """# Architecture
+
+## Storage
+
+Everything lives in one PostgreSQL.
+"""
+
 
 @dataclass
 class Vault:
@@ -49,6 +56,10 @@ class Ingest:
     vault: Vault
     db: Database
     restart: Callable[..., object] = field(repr=False, default=lambda: None)
+    port: int = 0
+
+    async def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
 
     async def sync(self, force: bool = False) -> list[pb.SyncVaultResponse]:
         request = pb.SyncVaultRequest(vault_path=str(self.vault.root), force=force)
@@ -113,11 +124,13 @@ async def ingest(
                 await running.stop(grace=1)
 
         handle = Ingest(await start(), server, vault, db)
+        handle.port = running.port
 
         async def restart(**vault_sections: dict) -> None:
             if vault_sections:
                 vault.configure(**vault_sections)
             handle.stub = await start(load_config())
+            handle.port = running.port
 
         handle.restart = restart
         try:

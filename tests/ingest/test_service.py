@@ -9,7 +9,7 @@ import grpc
 import pytest
 
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
-from tests.ingest.conftest import Ingest, files
+from tests.ingest.conftest import ARCHITECTURE_NOTE, Ingest, files
 from tests.wire import Reply
 
 PLAN = """---
@@ -35,12 +35,7 @@ def connect():
 ```
 """
 
-ARCHITECTURE = """# Architecture
-
-## Storage
-
-Everything lives in one PostgreSQL.
-"""
+ARCHITECTURE = ARCHITECTURE_NOTE
 
 
 def long_note(paragraphs: int) -> str:
@@ -334,3 +329,34 @@ async def test_sync_of_a_missing_folder_is_invalid_argument(ingest: Ingest, tmp_
         async for _ in ingest.stub.SyncVault(pb.SyncVaultRequest(vault_path=str(tmp_path / "nope"))):
             pass
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_contextual_enrichment_stores_a_line_per_chunk_and_embeds_it(ingest: Ingest) -> None:
+    await ingest.restart(embedding={"provider": "openai", "contextualize": True, "context_provider": "openai"})
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    line = "Part of the architecture note: where secondbrain keeps its data."
+    ingest.embedder.script.push(Reply(deltas=["Here you go:\n```json\n", f'{{"contexts": ["{line}"]}}', "\n```"]))
+    events = await ingest.sync()
+    assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
+    chat = [r for r in ingest.embedder.requests if r.path.endswith("/chat/completions")]
+    assert len(chat) == 1, "one LLM call per changed note"
+    assert any(text.startswith(line) for text in ingest.embedded_texts()), "the context is embedded with the chunk"
+    async with ingest.db.pool.acquire() as connection:
+        context = await connection.fetchval("SELECT context FROM vault_chunks")
+        found = await connection.fetchval(
+            "SELECT count(*) FROM vault_chunks WHERE tsv @@ plainto_tsquery('english', 'secondbrain keeps')"
+        )
+    assert context == line
+    assert found == 1, "the context is indexed for keyword search"
+
+
+async def test_failed_enrichment_embeds_the_note_without_context(ingest: Ingest) -> None:
+    await ingest.restart(embedding={"provider": "openai", "contextualize": True, "context_provider": "openai"})
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    ingest.embedder.script.push(Reply(deltas=["Sorry, I can't help with that."]))
+    events = await ingest.sync()
+    done = files(events)["Architecture.md"]
+    assert done.outcome == pb.FILE_OUTCOME_ADDED
+    assert any("without context" in warning for warning in done.warnings)
+    async with ingest.db.pool.acquire() as connection:
+        assert await connection.fetchval("SELECT context FROM vault_chunks") == ""

@@ -1,0 +1,116 @@
+"""`secondbrain ingest` and `secondbrain status` as a person runs them, in this process or against the service."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.ingest.conftest import ARCHITECTURE_NOTE, Ingest, Vault, embedding_env
+from tests.wire import OpenAIServer
+
+
+@pytest.fixture
+async def cli_env(vault: Vault, database_url: str, tmp_path: Path) -> AsyncIterator[dict[str, str]]:
+    async with OpenAIServer(dimensions=1536) as server:
+        env = {key: value for key, value in os.environ.items() if not key.startswith("SECONDBRAIN_")}
+        env.update(
+            embedding_env(server),
+            DATABASE_URL=database_url,
+            SECONDBRAIN_DATA_DIR=str(tmp_path / "data"),
+            # Nothing listens here, so the CLI works in its own process.
+            SECONDBRAIN_INGEST_PORT="9",
+            COLUMNS="120",
+        )
+        yield env
+
+
+async def secondbrain(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "secondbrain", *args, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 120)
+    return process.returncode or 0, stdout.decode(), stderr.decode()
+
+
+async def test_ingest_in_process_prints_progress_and_a_summary(vault: Vault, cli_env: dict[str, str]) -> None:
+    vault.write("Architecture.md", ARCHITECTURE_NOTE)
+    vault.write("Inbox/Idea.md", "# Idea\n\nUse pgvector.\n")
+    code, _, stderr = await secondbrain("ingest", str(vault.root), env=cli_env)
+    assert code == 0, stderr
+    assert "working in this process" in stderr
+    assert "Synced 2 files" in stderr and "2 added" in stderr
+
+    code, stdout, stderr = await secondbrain("status", env=cli_env)
+    assert code == 0, stderr
+    assert "Notes: 2" in stdout
+    assert "openai:text-embedding-3-small (1536-d)" in stdout
+
+
+async def test_ingest_json_lines_and_exit_code_on_a_failed_note(vault: Vault, cli_env: dict[str, str]) -> None:
+    vault.write("Good.md", ARCHITECTURE_NOTE)
+    (vault.root / "Bad.md").write_bytes(b"\x00binary")
+    code, stdout, _ = await secondbrain("ingest", str(vault.root), "--json", env=cli_env)
+    assert code == 1, "a failed note is a non-zero exit, for scripts"
+    events = [json.loads(line) for line in stdout.splitlines()]
+    assert "started" in events[0] and "done" in events[-1]
+    failed = [e["file"] for e in events if "file" in e and e["file"]["outcome"] == "FILE_OUTCOME_FAILED"]
+    assert [f["path"] for f in failed] == ["Bad.md"]
+    assert "binary" in failed[0]["error"]
+
+    code, stdout, _ = await secondbrain("status", "--json", env=cli_env)
+    status = json.loads(stdout)
+    assert status["failed_notes"] == 1
+    assert [f["path"] for f in status["files"] if f["state"] == "FILE_STATE_FAILED"] == ["Bad.md"]
+
+
+async def test_ingest_through_a_running_service(ingest: Ingest) -> None:
+    ingest.vault.write("Architecture.md", ARCHITECTURE_NOTE)
+    env = {key: value for key, value in os.environ.items()}
+    address = await ingest.address()
+    code, stdout, stderr = await secondbrain("ingest", str(ingest.vault.root), "--address", address, "--json", env=env)
+    assert code == 0, stderr
+    assert "working in this process" not in stderr
+    assert json.loads(stdout.splitlines()[-1])["done"]["totals"]["added"] == 1
+
+
+async def test_ingest_without_a_vault_says_how_to_give_one(cli_env: dict[str, str]) -> None:
+    code, _, stderr = await secondbrain("ingest", env=cli_env)
+    assert code == 1
+    assert "SECONDBRAIN_VAULT" in stderr and "Traceback" not in stderr
+
+
+async def test_watch_keeps_the_index_in_step(vault: Vault, cli_env: dict[str, str]) -> None:
+    vault.write("Architecture.md", ARCHITECTURE_NOTE)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "secondbrain", "ingest", str(vault.root), "--watch", "--json", env=cli_env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stdout is not None
+
+    async def next_done() -> dict:
+        while line := await asyncio.wait_for(process.stdout.readline(), 60):
+            event = json.loads(line)
+            if "done" in event:
+                return event["done"]["totals"]
+        raise AssertionError("the watcher stopped")
+
+    try:
+        assert (await next_done())["added"] == 1
+        vault.write("New.md", "# New\n\nWritten while watching.\n")
+        assert (await next_done()).get("added") == 1
+        (vault.root / "Architecture.md").rename(vault.root / "Renamed.md")
+        totals = await next_done()
+        while totals.get("deleted") != 1:  # a rename may arrive as two batches of changes
+            totals = await next_done()
+        assert totals.get("added") == 1
+    finally:
+        process.send_signal(signal.SIGINT)
+        await asyncio.wait_for(process.wait(), 30)
