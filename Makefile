@@ -7,7 +7,7 @@ BUF    := node_modules/.bin/buf
 STAMPS := .make
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint format generate check-generated pytest clean
+.PHONY: help setup run test lint format generate check-generated pytest bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-16s %s\n", $$1, $$2}'
@@ -53,6 +53,9 @@ pytest: setup
 	$(BIN)/pytest
 
 test: lint check-generated pytest ## Everything CI checks
+
+bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (takes several minutes)
+	$(BIN)/python -m bench.ingest
 
 clean: ## Remove the virtualenv, npm tools and caches (not your data)
 	rm -rf $(VENV) node_modules $(STAMPS) .pytest_cache .ruff_cache

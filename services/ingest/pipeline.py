@@ -42,9 +42,10 @@ log = logging.getLogger(__name__)
 
 # Room left in the encoder's window for the context line when enrichment is on.
 CONTEXT_TOKENS = 48
-# Notes prepared before their new chunks are embedded together: big enough for full batches, small enough that
-# progress events keep coming.
-GROUP_NOTES = 32
+# New chunks (or notes) gathered before they are embedded together: big enough for full batches that an encoder
+# can sort by length, small enough that progress events keep coming.
+GROUP_CHUNKS = 256
+GROUP_NOTES = 64
 
 
 class Outcome(StrEnum):
@@ -331,48 +332,64 @@ class Ingestor:
         self, files: Sequence[VaultFile], index: dict[str, store.IndexedFile], totals: Totals, force: bool
     ) -> AsyncIterator[FileDone]:
         group: list[_Prepared] = []
-        for file in files:
-            known = index.get(file.path)
-            if not force and known is not None and known.looks_unchanged(file.size, file.mtime):
-                totals.count(Outcome.UNCHANGED)
-                yield FileDone(file.path, Outcome.UNCHANGED, 0, replace(totals))
-                continue
-            try:
-                text = await asyncio.to_thread(read_note_text, file)
-            except (InvalidInput, OSError) as error:
-                reason = str(error)
-                async with self.db.pool.acquire() as connection:
-                    await store.mark_failed(connection, file.path, reason, file.size, store.to_datetime(file.mtime))
-                totals.count(Outcome.FAILED)
-                yield FileDone(file.path, Outcome.FAILED, 0, replace(totals), error=reason)
-                continue
-            prepared = await asyncio.to_thread(self._prepare, file.path, text, file.mtime, file.size, known is None)
-            if (
-                not force
-                and known is not None
-                and known.status == "indexed"
-                and known.content_hash == prepared.note.content_hash
-            ):
-                # Touched but not changed: remember the new mtime so the next sync skips it without reading.
-                async with self.db.pool.acquire() as connection:
-                    await store.touch(connection, file.path, file.size, prepared.mtime)
-                totals.count(Outcome.UNCHANGED)
-                yield FileDone(file.path, Outcome.UNCHANGED, 0, replace(totals))
-                continue
-            await self._contextualize(prepared)
-            await self._reuse_vectors(prepared, known.id if known else None)
-            group.append(prepared)
-            if len(group) >= GROUP_NOTES:
-                async for event in self._flush(group, totals):
+        in_flight: tuple[list[_Prepared], asyncio.Task[int]] | None = None
+        try:
+            for file in files:
+                known = index.get(file.path)
+                if not force and known is not None and known.looks_unchanged(file.size, file.mtime):
+                    totals.count(Outcome.UNCHANGED)
+                    yield FileDone(file.path, Outcome.UNCHANGED, 0, replace(totals))
+                    continue
+                try:
+                    text = await asyncio.to_thread(read_note_text, file)
+                except (InvalidInput, OSError) as error:
+                    reason = str(error)
+                    async with self.db.pool.acquire() as connection:
+                        await store.mark_failed(connection, file.path, reason, file.size, store.to_datetime(file.mtime))
+                    totals.count(Outcome.FAILED)
+                    yield FileDone(file.path, Outcome.FAILED, 0, replace(totals), error=reason)
+                    continue
+                prepared = await asyncio.to_thread(self._prepare, file.path, text, file.mtime, file.size, known is None)
+                if (
+                    not force
+                    and known is not None
+                    and known.status == "indexed"
+                    and known.content_hash == prepared.note.content_hash
+                ):
+                    # Touched but not changed: remember the new mtime so the next sync skips it without reading.
+                    async with self.db.pool.acquire() as connection:
+                        await store.touch(connection, file.path, file.size, prepared.mtime)
+                    totals.count(Outcome.UNCHANGED)
+                    yield FileDone(file.path, Outcome.UNCHANGED, 0, replace(totals))
+                    continue
+                await self._contextualize(prepared)
+                await self._reuse_vectors(prepared, known.id if known else None)
+                group.append(prepared)
+                if sum(v is None for p in group for v in p.vectors) >= GROUP_CHUNKS or len(group) >= GROUP_NOTES:
+                    # Embed this group in the background; meanwhile write the one before and prepare the next, so the
+                    # embedder, which is the bottleneck, is never idle waiting for parsing or the database.
+                    previous, in_flight = in_flight, (group, asyncio.create_task(self._embed(group)))
+                    group = []
+                    if previous is not None:
+                        async for event in self._write_group(*previous, totals):
+                            yield event
+            if group:
+                previous, in_flight = in_flight, (group, asyncio.create_task(self._embed(group)))
+                if previous is not None:
+                    async for event in self._write_group(*previous, totals):
+                        yield event
+            if in_flight is not None:
+                pending, in_flight = in_flight, None
+                async for event in self._write_group(*pending, totals):
                     yield event
-                group = []
-        async for event in self._flush(group, totals):
-            yield event
+        finally:
+            if in_flight is not None:
+                in_flight[1].cancel()
 
-    async def _flush(self, group: list[_Prepared], totals: Totals) -> AsyncIterator[FileDone]:
-        if not group:
-            return
-        totals.chunks_embedded += await self._embed(group)
+    async def _write_group(
+        self, group: list[_Prepared], embedding: asyncio.Task[int], totals: Totals
+    ) -> AsyncIterator[FileDone]:
+        totals.chunks_embedded += await embedding
         for prepared in group:
             await self._write(prepared)
             if prepared.embed_error:
