@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Iterator
@@ -59,13 +60,17 @@ def _embedded_server(directory: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_server() -> Iterator[str]:
     """The DSN of a PostgreSQL server with pgvector, for the whole test session."""
     if _docker_answers():
         with _container_server() as dsn:
             yield dsn
     else:
-        with _embedded_server(tmp_path_factory.mktemp("postgres")) as dsn:
+        # Not under pytest's basetemp: a second pytest session prunes old basetemps, data directory included.
+        with (
+            tempfile.TemporaryDirectory(prefix="secondbrain-test-pg-") as directory,
+            _embedded_server(Path(directory)) as dsn,
+        ):
             yield dsn
 
 

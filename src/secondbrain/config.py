@@ -90,6 +90,45 @@ class EmbeddingSection(_Section):
     context_model: str | None = None
 
 
+class SearchSection(_Section):
+    """`search` in secondbrain.json: how text is split into lexemes for keyword search and BM25."""
+
+    text_search_config: str = Field(
+        default="english",
+        pattern=r"^[a-z_]+$",
+        description="A PostgreSQL text search configuration: 'english' stems English; 'simple' suits mixed languages.",
+    )
+
+
+class RerankSection(_Section):
+    """`retrieve.reranker`: a Cohere-compatible /v1/rerank endpoint (Together, Cohere and Jina speak it)."""
+
+    provider: Literal["together", "cohere", "jina", "custom"] = "together"
+    model: str | None = Field(default=None, description="None takes the provider's default reranker.")
+    base_url: str | None = Field(default=None, description="Replaces the provider's URL (required for custom).")
+    api_key_env: str | None = Field(default=None, description="Replaces the provider's key variable.")
+    candidates: int = Field(default=30, ge=2, le=200, description="Fused candidates sent to the reranker.")
+    timeout_seconds: float = Field(default=10.0, gt=0, le=120)
+
+
+class RetrieveSection(_Section):
+    """`retrieve` in secondbrain.json: the defaults of every retrieval knob (a request may override each)."""
+
+    passages: int = Field(default=8, ge=1, le=50, description="Numbered passages per answer.")
+    candidates_per_arm: int = Field(default=40, ge=1, le=1000, description="k of each arm before fusion.")
+    condense: bool = True
+    alternates: bool = True
+    condense_provider: str | None = Field(default=None, description="None takes the chat default provider.")
+    condense_model: str | None = None
+    condense_timeout_seconds: float = Field(default=6.0, gt=0, le=120)
+    rerank: bool = False
+    reranker: RerankSection = Field(default_factory=RerankSection)
+    expand_neighbours: bool = True
+    max_chunks_per_note: int = Field(default=4, ge=1, le=50)
+    token_budget: int = Field(default=3000, ge=100, le=100_000, description="Tokens of all passages together.")
+    wikilink_expansion: bool = Field(default=False, description="Notes linked from top passages join as candidates.")
+
+
 class ChatSection(_Section):
     """`chat` in secondbrain.json: the default provider, model and system prompt, and provider overrides."""
 
@@ -106,6 +145,8 @@ class VaultConfig(_Section):
 
     ingest: IngestSection = Field(default_factory=IngestSection)
     embedding: EmbeddingSection = Field(default_factory=EmbeddingSection)
+    search: SearchSection = Field(default_factory=SearchSection)
+    retrieve: RetrieveSection = Field(default_factory=RetrieveSection)
     chat: ChatSection = Field(default_factory=ChatSection)
 
 

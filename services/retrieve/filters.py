@@ -1,0 +1,73 @@
+"""Folder and tag filters (the design record's PARA scope), validated once and applied inside SQL.
+
+A folder matches every note under it; a tag matches itself and its children (`project` matches `project/alpha`),
+case-insensitively, as Obsidian does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from secondbrain.errors import InvalidInput
+
+MAX_FILTERS = 20
+_TAG = re.compile(r"^[\w/-]+$", re.UNICODE)
+
+
+def _like_prefix(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+@dataclass(frozen=True)
+class Filters:
+    folders: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, folders: Sequence[str] = (), tags: Sequence[str] = ()) -> Filters:
+        """Validated filters; InvalidInput names the value that is wrong and how to write it."""
+        if len(folders) > MAX_FILTERS or len(tags) > MAX_FILTERS:
+            raise InvalidInput(f"at most {MAX_FILTERS} folders and {MAX_FILTERS} tags per request")
+        clean_folders = []
+        for folder in folders:
+            value = folder.strip().strip("/")
+            parts = value.split("/")
+            if not value or "\x00" in value or "\\" in value or any(part in ("", ".", "..") for part in parts):
+                raise InvalidInput(
+                    f"folder filter {folder!r} is not a vault folder: write it relative to the vault, like "
+                    "'Projects' or 'Projects/Alpha', without '..'"
+                )
+            clean_folders.append(value)
+        clean_tags = []
+        for tag in tags:
+            value = tag.strip().removeprefix("#").strip("/")
+            if not value or not _TAG.match(value):
+                raise InvalidInput(
+                    f"tag filter {tag!r} is not a tag: write it like 'project' or '#project/alpha' (letters, digits, "
+                    "'_', '-' and '/')"
+                )
+            clean_tags.append(value.lower())
+        return cls(tuple(dict.fromkeys(clean_folders)), tuple(dict.fromkeys(clean_tags)))
+
+    def __bool__(self) -> bool:
+        return bool(self.folders or self.tags)
+
+    def sql(self, file_alias: str, first_param: int) -> tuple[str, list[object]]:
+        """A boolean SQL expression over the `vault_files` row `file_alias`, and its parameters numbered from
+        `first_param`; ("true", []) without filters."""
+        clauses: list[str] = []
+        params: list[object] = []
+        if self.folders:
+            params.append([_like_prefix(folder + "/") for folder in self.folders])
+            clauses.append(f"{file_alias}.path LIKE ANY(${first_param + len(params) - 1}::text[])")
+        if self.tags:
+            params.append(list(self.tags))
+            params.append([_like_prefix(tag + "/") for tag in self.tags])
+            exact, children = first_param + len(params) - 2, first_param + len(params) - 1
+            clauses.append(
+                f"EXISTS (SELECT 1 FROM unnest({file_alias}.tags) AS tag "
+                f"WHERE lower(tag) = ANY(${exact}::text[]) OR lower(tag) LIKE ANY(${children}::text[]))"
+            )
+        return (" AND ".join(clauses) or "true"), params

@@ -1,0 +1,97 @@
+"""The BM25 tables stay exact through every write path: sync writes (COPY), replacements, cascade deletes, edits in
+place, and a change of text search configuration."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+
+import asyncpg
+import pytest
+from pgvector.asyncpg import register_vector
+
+from secondbrain.ingest import store
+
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "storage",
+    "vectors",
+    "postgres",
+    "running",
+    "runs",
+    "decisions",
+    "decided",
+    "notes",
+]
+
+
+@pytest.fixture
+async def connection(database_url: str):
+    connection = await asyncpg.connect(database_url)
+    await register_vector(connection)
+    yield connection
+    await connection.close()
+
+
+def note(path: str, texts: list[str]) -> store.NoteRow:
+    return store.NoteRow(
+        path=path, title=path.removesuffix(".md"), body="\n\n".join(texts), frontmatter={}, aliases=[], tags=["t"],
+        content_hash=str(hash(tuple(texts))), mtime=datetime.now(UTC), size=1, status="indexed",
+        chunks=[store.ChunkRow(i, [], 1, 1, text, "", 5, None) for i, text in enumerate(texts)],
+    )  # fmt: skip
+
+
+async def assert_consistent(connection: asyncpg.Connection) -> None:
+    """Every statistic equals what a recomputation from the chunks gives."""
+    expected_postings = await connection.fetch(
+        """SELECT l.lexeme, c.id, coalesce(array_length(l.positions, 1), 1) AS tf, c.lexeme_count AS length
+           FROM vault_chunks c, unnest(c.tsv) l ORDER BY 1, 2"""
+    )
+    postings = await connection.fetch("SELECT lexeme, chunk_id, tf, length FROM chunk_postings ORDER BY 1, 2")
+    assert [tuple(r) for r in postings] == [tuple(r) for r in expected_postings]
+    stats = await connection.fetch("SELECT lexeme, df FROM lexeme_stats ORDER BY 1")
+    expected_stats = await connection.fetch(
+        "SELECT l.lexeme, count(*) AS df FROM vault_chunks c, unnest(c.tsv) l GROUP BY 1 ORDER BY 1"
+    )
+    assert [tuple(r) for r in stats] == [tuple(r) for r in expected_stats]
+    corpus = await connection.fetchrow("SELECT chunks, total_length FROM corpus_stats")
+    expected_corpus = await connection.fetchrow(
+        "SELECT count(*) AS chunks, coalesce(sum(tsvector_occurrences(tsv)), 0) AS total_length FROM vault_chunks"
+    )
+    assert tuple(corpus) == tuple(expected_corpus)
+
+
+async def test_writes_replacements_and_deletes_keep_the_statistics_exact(connection: asyncpg.Connection) -> None:
+    rng = random.Random(3)
+    paths = [f"Note {i}.md" for i in range(6)]
+    for _ in range(25):
+        path = rng.choice(paths)
+        if rng.random() < 0.25:
+            await store.delete_notes(connection, [path])
+        else:
+            texts = [" ".join(rng.choices(WORDS, k=rng.randint(1, 12))) for _ in range(rng.randint(0, 4))]
+            await store.write_note(connection, note(path, texts))
+        await assert_consistent(connection)
+
+
+async def test_chunk_text_edited_in_place_and_embedding_updates(connection: asyncpg.Connection) -> None:
+    await store.write_note(connection, note("A.md", ["storage decisions", "postgres running"]))
+    await connection.execute("UPDATE vault_chunks SET content = 'gamma gamma delta' WHERE chunk_index = 0")
+    await assert_consistent(connection)
+    await connection.execute("UPDATE vault_chunks SET token_count = token_count + 1")
+    await assert_consistent(connection)
+
+
+async def test_stemming_follows_the_configuration(connection: asyncpg.Connection) -> None:
+    await store.write_note(connection, note("A.md", ["running runs decided"]))
+    english = {r["lexeme"] for r in await connection.fetch("SELECT lexeme FROM lexeme_stats")}
+    assert english == {"run", "decid"}
+    await connection.execute("UPDATE search_config SET text_search_config = 'simple'")
+    await connection.execute("SELECT secondbrain_rebuild_lexical_index()")
+    simple = {r["lexeme"] for r in await connection.fetch("SELECT lexeme FROM lexeme_stats")}
+    assert simple == {"running", "runs", "decided"}
+    await assert_consistent(connection)
+    assert await connection.fetchval("SELECT count(*) FROM vault_files WHERE tsv @@ 'running'::tsquery") == 1
