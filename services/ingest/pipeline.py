@@ -286,7 +286,11 @@ class Ingestor:
     async def _sync_locked(self, root: Path, force: bool) -> AsyncIterator[SyncEvent]:
         started = time.perf_counter()
         # The vault's own secondbrain.json says what to ignore, read afresh so an edit applies to the next sync.
-        ingest = (await asyncio.to_thread(load_vault_config, root)).ingest
+        vault_config = await asyncio.to_thread(load_vault_config, root)
+        ingest = vault_config.ingest
+        async with self.db.pool.acquire() as connection:
+            if await store.ensure_text_search_config(connection, vault_config.search.text_search_config):
+                log.info("text search configuration changed; keyword index rebuilt")
         files, skipped = await asyncio.to_thread(walk_vault, root, ingest.ignore, ingest.max_file_bytes)
         model = await self.model()
         reembed = await self._ensure_model(model)

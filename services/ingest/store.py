@@ -17,6 +17,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 
+from secondbrain.errors import ConfigError
 from secondbrain.ingest.note import WikiLink
 
 # One index per database, so one sync at a time per database.
@@ -246,6 +247,23 @@ async def switch_model(connection: asyncpg.Connection, model: ModelRecord) -> No
             model.name,
             model.dimension,
         )
+
+
+async def ensure_text_search_config(connection: asyncpg.Connection, name: str) -> bool:
+    """Make `name` the text search configuration; when it changes, recompute every tsvector and the BM25 tables.
+    Returns whether it changed."""
+    if await connection.fetchval("SELECT 1 FROM pg_ts_config WHERE cfgname = $1", name) is None:
+        raise ConfigError(
+            f"secondbrain.json: search.text_search_config: PostgreSQL has no text search configuration {name!r}; "
+            "'english' and 'simple' always exist"
+        )
+    async with connection.transaction():
+        current = await connection.fetchval("SELECT text_search_config::text FROM search_config FOR UPDATE")
+        if current == name:
+            return False
+        await connection.execute("UPDATE search_config SET text_search_config = $1::regconfig", name)
+        await connection.execute("SELECT secondbrain_rebuild_lexical_index()")
+    return True
 
 
 async def start_run(connection: asyncpg.Connection, vault_path: str) -> int:

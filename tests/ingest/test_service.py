@@ -360,3 +360,20 @@ async def test_failed_enrichment_embeds_the_note_without_context(ingest: Ingest)
     assert any("without context" in warning for warning in done.warnings)
     async with ingest.db.pool.acquire() as connection:
         assert await connection.fetchval("SELECT context FROM vault_chunks") == ""
+
+
+async def test_text_search_configuration_is_a_setting(ingest: Ingest) -> None:
+    ingest.vault.write("Running.md", "# Running\n\nShe was running the numbers.\n")
+    await ingest.sync()
+    async with ingest.db.pool.acquire() as connection:
+        assert await connection.fetchval("SELECT count(*) FROM lexeme_stats WHERE lexeme = 'run'") == 1
+    ingest.vault.configure(embedding={"provider": "openai"}, search={"text_search_config": "simple"})
+    await ingest.sync()
+    async with ingest.db.pool.acquire() as connection:
+        lexemes = {r["lexeme"] for r in await connection.fetch("SELECT lexeme FROM lexeme_stats")}
+    assert "running" in lexemes and "run" not in lexemes
+    ingest.vault.configure(embedding={"provider": "openai"}, search={"text_search_config": "klingon"})
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await ingest.sync()
+    assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "search.text_search_config" in raised.value.details()
