@@ -11,85 +11,33 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any
 
-import grpc
 from google.protobuf.json_format import MessageToDict
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from secondbrain.config import Config
 from secondbrain.db import Database
-from secondbrain.errors import InvalidInput
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
-from secondbrain.service.health_client import check_health
+from secondbrain.service.access import connect
 
-OUTCOME_NAMES = {
-    value: pb.FileOutcome.Name(value).removeprefix("FILE_OUTCOME_").lower() for value in pb.FileOutcome.values()
-}
 STATE_NAMES = {value: pb.FileState.Name(value).removeprefix("FILE_STATE_").lower() for value in pb.FileState.values()}
 
 
-class IngestAccess(Protocol):
-    def sync(self, vault: Path, force: bool) -> AsyncIterator[pb.SyncVaultResponse]: ...
+def _servicer(config: Config, db: Database) -> object:
+    from secondbrain.ingest.server import build_ingestor
+    from secondbrain.ingest.servicer import IngestServicer
 
-    async def status(self, include_files: bool) -> pb.GetIndexStatusResponse: ...
-
-
-@dataclass
-class RemoteIngest:
-    stub: pb_grpc.IngestServiceStub
-
-    async def sync(self, vault: Path, force: bool) -> AsyncIterator[pb.SyncVaultResponse]:
-        async for event in self.stub.SyncVault(pb.SyncVaultRequest(vault_path=str(vault), force=force)):
-            yield event
-
-    async def status(self, include_files: bool) -> pb.GetIndexStatusResponse:
-        return await self.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=include_files), timeout=30)
+    return IngestServicer(config, build_ingestor(config, db))
 
 
-@dataclass
-class LocalIngest:
-    config: Config
-    db: Database
-
-    async def sync(self, vault: Path, force: bool) -> AsyncIterator[pb.SyncVaultResponse]:
-        from secondbrain.ingest.server import build_ingestor
-        from secondbrain.ingest.servicer import sync_event
-
-        ingestor = build_ingestor(self.config, self.db)
-        async for event in ingestor.sync(vault, force):
-            yield sync_event(event)
-
-    async def status(self, include_files: bool) -> pb.GetIndexStatusResponse:
-        from secondbrain.ingest import store
-        from secondbrain.ingest.servicer import status_response
-
-        async with self.db.pool.acquire() as connection:
-            return status_response(await store.index_status(connection, include_files, ""))
-
-
-@contextlib.asynccontextmanager
-async def ingest_access(config: Config, address: str | None, console: Console) -> AsyncIterator[IngestAccess]:
-    """The running service when it answers, else this process."""
-    settings = config.settings
-    target = address or f"{settings.host}:{settings.ingest_port}"
-    if await check_health(target, "secondbrain.ingest.v1.IngestService", rpc_timeout=1.0) == "SERVING":
-        async with grpc.aio.insecure_channel(target) as channel:
-            yield RemoteIngest(pb_grpc.IngestServiceStub(channel))
-        return
-    if address:
-        raise InvalidInput(f"no ingest service answers at {address}")
-    console.print(f"[dim]No ingest service at {target}; working in this process.[/dim]")
-    db = await Database.open(settings)
-    try:
-        yield LocalIngest(config, db)
-    finally:
-        await db.close()
+def ingest_service(config: Config, address: str | None, console: Console) -> contextlib.AbstractAsyncContextManager:
+    return connect(
+        config, "ingest", "secondbrain.ingest.v1.IngestService", address, pb_grpc.IngestServiceStub, _servicer, console
+    )
 
 
 class SyncView:
@@ -162,22 +110,22 @@ async def run_ingest(
     config: Config, vault: Path, *, force: bool, watch: bool, address: str | None, as_json: bool
 ) -> int:
     console = Console(stderr=True)
-    async with ingest_access(config, address, console) as access:
+    async with ingest_service(config, address, console) as ingest:
         if not watch:
-            return 1 if await _sync_once(access, vault, force, console, as_json) else 0
-        await _watch(access, vault, force, console, as_json)
+            return 1 if await _sync_once(ingest, vault, force, console, as_json) else 0
+        await _watch(ingest, vault, force, console, as_json)
     return 0
 
 
-async def _sync_once(access: IngestAccess, vault: Path, force: bool, console: Console, as_json: bool) -> int:
+async def _sync_once(ingest: Any, vault: Path, force: bool, console: Console, as_json: bool) -> int:
     with SyncView(console, as_json) as view:
-        async for event in access.sync(vault, force):
+        async for event in ingest.SyncVault(pb.SyncVaultRequest(vault_path=str(vault), force=force)):
             view.show(event)
     view.print_summary()
     return view.summary.totals.failed if view.summary else 0
 
 
-async def _watch(access: IngestAccess, vault: Path, force: bool, console: Console, as_json: bool) -> None:
+async def _watch(ingest: Any, vault: Path, force: bool, console: Console, as_json: bool) -> None:
     """Sync, then sync again whenever notes change, until Ctrl-C. Each sync is incremental, so a rename or a delete
     is handled like any other change. The watcher starts before the first sync, so an edit made while a sync runs
     is picked up by the next one rather than lost."""
@@ -195,12 +143,12 @@ async def _watch(access: IngestAccess, vault: Path, force: bool, console: Consol
     watcher = asyncio.create_task(watch_files())
     await asyncio.sleep(0.2)  # let the watcher register before the first scan
     try:
-        await _sync_once(access, vault, force, console, as_json)
+        await _sync_once(ingest, vault, force, console, as_json)
         console.print(f"Watching {vault} for changes; Ctrl-C stops.")
         while True:
             await changed.wait()
             changed.clear()
-            await _sync_once(access, vault, False, console, as_json)
+            await _sync_once(ingest, vault, False, console, as_json)
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     finally:
@@ -211,9 +159,9 @@ async def _watch(access: IngestAccess, vault: Path, force: bool, console: Consol
 
 async def run_status(config: Config, *, files: bool, address: str | None, as_json: bool) -> None:
     console = Console()
-    async with ingest_access(config, address, Console(stderr=True)) as access:
+    async with ingest_service(config, address, Console(stderr=True)) as ingest:
         # Always ask for the files: the ones not indexed, and why, are part of the status.
-        status = await access.status(True)
+        status = await ingest.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True), timeout=30)
     if as_json:
         print(json.dumps(MessageToDict(status, preserving_proto_field_name=True), indent=2))
         return

@@ -36,7 +36,7 @@ class Contextualizer:
             system=INSTRUCTIONS,
             messages=[ChatMessage("user", prompt)],
             max_tokens=60 * len(chunks) + 100,
-            temperature=0.0,
+            # No temperature: some models (OpenAI's reasoning ones) refuse any but their default.
         )
 
     async def contexts(self, note: ParsedNote, chunks: Sequence[Chunk]) -> list[str]:

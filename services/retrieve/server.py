@@ -2,18 +2,64 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
+from collections.abc import Mapping
+from functools import cache
+
 from secondbrain.config import Config
+from secondbrain.db import Database
+from secondbrain.embedding import Embedder, create_embedder
+from secondbrain.errors import SecondbrainError
+from secondbrain.retrieve.condense import create_condenser
+from secondbrain.retrieve.pipeline import Retriever
+from secondbrain.retrieve.rerank import Reranker, create_reranker
 from secondbrain.retrieve.servicer import SERVICE_NAME, RetrieveServicer
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
 from secondbrain.service.runner import ServiceDeps, serve
 from secondbrain.service.server import RunningServer, ServiceBinding, build_server
 
+log = logging.getLogger(__name__)
 
-async def create_server(address: str, deps: ServiceDeps) -> RunningServer:
-    servicer = RetrieveServicer(deps)
-    return await build_server(
-        address, [ServiceBinding(SERVICE_NAME, servicer, pb_grpc.add_RetrieveServiceServicer_to_server)]
+
+def build_retriever(config: Config, db: Database, env: Mapping[str, str] | None = None) -> Retriever:
+    """The pipeline as configured. A missing embedder or reranker key does not stop the service: retrieval runs
+    lexically, or unreranked, and the plan says why."""
+    env = os.environ if env is None else env
+    embedder: Embedder | None = None
+    reason = ""
+    try:
+        embedder = create_embedder(config.vault.embedding, env)
+    except SecondbrainError as error:
+        reason = f"the embedder cannot start: {error}"
+        log.warning("no vector arm", extra={"reason": reason})
+    section = config.vault.retrieve.reranker
+
+    @cache
+    def reranker(model: str | None) -> Reranker:
+        return create_reranker(section, env, model=model)
+
+    return Retriever(db, embedder, create_condenser(config, env), reranker, config.vault.retrieve, reason)
+
+
+async def create_server(address: str, deps: ServiceDeps, retriever: Retriever | None = None) -> RunningServer:
+    retriever = retriever or build_retriever(deps.config, deps.db)
+    running = await build_server(
+        address,
+        [ServiceBinding(SERVICE_NAME, RetrieveServicer(retriever), pb_grpc.add_RetrieveServiceServicer_to_server)],
     )
+    if retriever.embedder is not None:
+        # Load the model now rather than on the first question (seconds, for the local one).
+        running.background.append(asyncio.create_task(_warm_up(retriever.embedder)))
+    return running
+
+
+async def _warm_up(embedder: Embedder) -> None:
+    try:
+        await embedder.ensure_ready()
+    except SecondbrainError as error:
+        log.warning("embedder not ready", extra={"error": str(error)})
 
 
 async def main(config: Config, port: int | None = None) -> None:

@@ -6,23 +6,166 @@ from collections.abc import AsyncIterator
 
 import grpc
 
+from secondbrain.errors import InvalidInput
+from secondbrain.llm import ChatMessage
+from secondbrain.retrieve.filters import Filters
+from secondbrain.retrieve.note_search import search_notes
+from secondbrain.retrieve.pipeline import Done, Options, Passage, Plan, RetrieveEvent, Retriever
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
-from secondbrain.service.runner import ServiceDeps
-from secondbrain.service.unbuilt import not_built
+from secondbrain.v1 import retrieval_pb2 as common
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["RetrieveService"].full_name
 
+MODES = {
+    common.RETRIEVAL_MODE_UNSPECIFIED: "hybrid",
+    common.RETRIEVAL_MODE_HYBRID: "hybrid",
+    common.RETRIEVAL_MODE_LEXICAL: "lexical",
+    common.RETRIEVAL_MODE_VECTOR: "vector",
+}
+MODE_VALUES = {"hybrid": common.RETRIEVAL_MODE_HYBRID, "lexical": common.RETRIEVAL_MODE_LEXICAL,
+               "vector": common.RETRIEVAL_MODE_VECTOR}  # fmt: skip
+KINDS = {"original": common.QUERY_KIND_ORIGINAL, "condensed": common.QUERY_KIND_CONDENSED,
+         "alternate": common.QUERY_KIND_ALTERNATE}  # fmt: skip
+ROLES = {common.MESSAGE_ROLE_USER: "user", common.MESSAGE_ROLE_ASSISTANT: "assistant"}
+SEARCH_MODES = {
+    pb.SEARCH_MODE_UNSPECIFIED: "hybrid",
+    pb.SEARCH_MODE_HYBRID: "hybrid",
+    pb.SEARCH_MODE_KEYWORD: "keyword",
+    pb.SEARCH_MODE_SEMANTIC: "semantic",
+}
+
+
+def filters_from(message: common.RetrievalFilters) -> Filters:
+    return Filters.parse(list(message.folders), list(message.tags))
+
+
+def history_from(messages: list[common.HistoryMessage]) -> list[ChatMessage]:
+    history = []
+    for position, message in enumerate(messages):
+        if message.role not in ROLES:
+            raise InvalidInput(f"history[{position}].role must be MESSAGE_ROLE_USER or MESSAGE_ROLE_ASSISTANT")
+        history.append(ChatMessage(ROLES[message.role], message.content))  # type: ignore[arg-type]
+    return history
+
+
+def options_from(request: pb.RetrieveRequest, retriever: Retriever) -> Options:
+    given = request.options
+    if given.mode not in MODES:
+        raise InvalidInput(f"unknown retrieval mode {given.mode}")
+
+    def optional(name: str) -> bool | None:
+        return getattr(given, name) if given.HasField(name) else None
+
+    return Options.resolve(
+        retriever.settings,
+        max_passages=given.max_passages,
+        mode=MODES[given.mode],  # type: ignore[arg-type]
+        condense=optional("condense"),
+        alternates=optional("alternates"),
+        rerank=optional("rerank"),
+        rerank_model=given.rerank_model,
+        expand_neighbours=optional("expand_neighbours"),
+        token_budget=given.token_budget,
+    )
+
+
+def retrieve_event(event: RetrieveEvent) -> pb.RetrieveResponse:
+    """One pipeline event as the proto's stream event (also what the chat service stores)."""
+    if isinstance(event, Plan):
+        return pb.RetrieveResponse(plan=plan_message(event))
+    if isinstance(event, Passage):
+        return pb.RetrieveResponse(passage=passage_message(event))
+    return pb.RetrieveResponse(done=done_message(event))
+
+
+def plan_message(plan: Plan) -> common.RetrievalPlan:
+    return common.RetrievalPlan(
+        queries=[common.PlannedQuery(text=q.text, kind=KINDS[q.kind]) for q in plan.queries],
+        filters=common.RetrievalFilters(folders=list(plan.filters.folders), tags=list(plan.filters.tags)),
+        mode=MODE_VALUES[plan.mode],
+        vector_arm_ran=plan.vector_arm_ran,
+        vector_arm_skipped_reason=plan.vector_arm_skipped_reason,
+        condense_skipped_reason=plan.condense_skipped_reason,
+        reranked=plan.reranked,
+        rerank_skipped_reason=plan.rerank_skipped_reason,
+        embedding_model=plan.embedding_model,
+        max_passages=plan.max_passages,
+    )
+
+
+def passage_message(passage: Passage) -> common.Passage:
+    message = common.Passage(
+        number=passage.number,
+        note_path=passage.path,
+        note_title=passage.title,
+        heading_path=passage.heading_path,
+        start_line=passage.start_line,
+        end_line=passage.end_line,
+        text=passage.text,
+        score=passage.score,
+        chunk_indexes=passage.chunk_indexes,
+        lexical_rank=passage.lexical_rank or 0,
+        vector_rank=passage.vector_rank or 0,
+        fused_score=passage.fused_score,
+        via_link=passage.via_link,
+    )
+    if passage.rerank_score is not None:
+        message.rerank_score = passage.rerank_score
+    return message
+
+
+def done_message(done: Done) -> pb.RetrieveDone:
+    return pb.RetrieveDone(
+        timings=[common.StageTiming(stage=stage, milliseconds=ms) for stage, ms in done.timings],
+        passage_count=done.passage_count,
+    )
+
 
 class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
-    def __init__(self, deps: ServiceDeps) -> None:
-        self.deps = deps
+    def __init__(self, retriever: Retriever) -> None:
+        self.retriever = retriever
 
     async def Retrieve(
         self, request: pb.RetrieveRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.RetrieveResponse]:
-        raise not_built("RetrieveService.Retrieve")
-        yield  # unreachable: makes this an async generator, the shape of a streaming handler
+        options = options_from(request, self.retriever)
+        filters = filters_from(request.filters)
+        history = history_from(list(request.history))
+        async for event in self.retriever.retrieve(request.query, history, filters, options):
+            yield retrieve_event(event)
 
     async def Search(self, request: pb.SearchRequest, context: grpc.aio.ServicerContext) -> pb.SearchResponse:
-        raise not_built("RetrieveService.Search")
+        if request.mode not in SEARCH_MODES:
+            raise InvalidInput(f"unknown search mode {request.mode}")
+        mode = SEARCH_MODES[request.mode]
+        filters = filters_from(request.filters)
+        vector, skipped = None, ""
+        if mode != "keyword":
+            vectors, skipped, _ = await self.retriever.query_vectors([request.query.strip()])
+            vector = vectors[0] if vectors else None
+        result = await search_notes(
+            self.retriever.db.pool,
+            request.query,
+            mode,
+            filters,
+            request.limit or 20,
+            vector,
+            skipped,  # type: ignore[arg-type]
+        )
+        return pb.SearchResponse(
+            hits=[
+                pb.NoteHit(
+                    path=hit.path,
+                    title=hit.title,
+                    score=hit.score,
+                    snippet=hit.snippet,
+                    tags=hit.tags,
+                    heading_path=hit.heading_path,
+                )
+                for hit in result.hits
+            ],
+            vector_arm_ran=result.vector_arm_ran,
+            vector_arm_skipped_reason=result.vector_arm_skipped_reason,
+            timings=[common.StageTiming(stage=stage, milliseconds=ms) for stage, ms in result.timings],
+        )

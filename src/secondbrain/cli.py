@@ -9,6 +9,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
+import grpc
 import typer
 
 from secondbrain.config import Config, load_config
@@ -40,11 +41,14 @@ def _config(**overrides: object) -> Config:
 
 
 def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    """Run a command's coroutine; a domain error ends the command with its message, not a traceback."""
+    """Run a command's coroutine; an error ends the command with its message, not a traceback."""
     try:
         return asyncio.run(coroutine)
     except SecondbrainError as error:
         typer.echo(f"secondbrain: {error}", err=True)
+        raise typer.Exit(1) from None
+    except grpc.aio.AioRpcError as error:
+        typer.echo(f"secondbrain: {error.details()} ({error.code().name})", err=True)
         raise typer.Exit(1) from None
 
 
@@ -125,6 +129,94 @@ def status(
     from secondbrain.ingest.commands import run_status
 
     _run(run_status(_config(), files=files, address=address, as_json=as_json))
+
+
+FolderOption = Annotated[
+    list[str] | None, typer.Option("--folder", help="Only notes under this folder (repeatable).", show_default=False)
+]
+TagOption = Annotated[
+    list[str] | None,
+    typer.Option("--tag", help="Only notes with this tag or a child of it (repeatable).", show_default=False),
+]
+AddressOption = Annotated[
+    str | None, typer.Option(help="host:port of a retrieve service to use; default the configured one.")
+]
+
+
+class SearchMode(StrEnum):
+    hybrid = "hybrid"
+    keyword = "keyword"
+    semantic = "semantic"
+
+
+class RetrievalMode(StrEnum):
+    hybrid = "hybrid"
+    lexical = "lexical"
+    vector = "vector"
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    mode: Annotated[SearchMode, typer.Option(help="keyword: every word must match; semantic: by meaning.")] = (
+        SearchMode.hybrid
+    ),
+    folder: FolderOption = None,
+    tag: TagOption = None,
+    limit: Annotated[int, typer.Option(help="Most notes to list.", min=1, max=100)] = 10,
+    address: AddressOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the ranked notes as JSON.")] = False,
+) -> None:
+    """Find notes: keyword (every word, "phrases", -exclusions, and substrings of titles and text), semantic, or
+    both fused (the default). Prints each note with a snippet."""
+    from secondbrain.retrieve.commands import run_search
+
+    _run(
+        run_search(
+            _config(),
+            query,
+            mode=mode.value,
+            folders=folder or [],
+            tags=tag or [],
+            limit=limit,
+            address=address,
+            as_json=as_json,
+        )
+    )
+
+
+@app.command()
+def retrieve(
+    question: Annotated[str, typer.Argument(help="A question about your notes.")],
+    passages: Annotated[int, typer.Option(help="Passages to return (0: the configured default).", min=0, max=50)] = 0,
+    mode: Annotated[RetrievalMode, typer.Option(help="Which arms run.")] = RetrievalMode.hybrid,
+    folder: FolderOption = None,
+    tag: TagOption = None,
+    condense: Annotated[bool, typer.Option(help="Let an LLM add alternate phrasings of a broad question.")] = True,
+    rerank: Annotated[
+        bool | None,
+        typer.Option("--rerank/--no-rerank", help="Rerank with the configured reranker.", show_default=False),
+    ] = None,
+    address: AddressOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan, ranked notes and passages as JSON.")] = False,
+) -> None:
+    """Show the numbered passages a chat answer would read for QUESTION, with where each comes from."""
+    from secondbrain.retrieve.commands import run_retrieve
+
+    _run(
+        run_retrieve(
+            _config(),
+            question,
+            mode=mode.value,
+            folders=folder or [],
+            tags=tag or [],
+            passages=passages,
+            condense=condense,
+            rerank=rerank,
+            address=address,
+            as_json=as_json,
+        )
+    )
 
 
 @app.command()

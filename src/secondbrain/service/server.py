@@ -46,6 +46,8 @@ class RunningServer:
     port: int
     health: health.aio.HealthServicer
     service_names: list[str] = field(default_factory=list)
+    # Work started with the server (a model warming up, say), cancelled when it stops.
+    background: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def start(self) -> None:
         await self.server.start()
@@ -60,6 +62,8 @@ class RunningServer:
         """Report NOT_SERVING, refuse new RPCs, and give in-flight ones `grace` seconds to finish."""
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
+        for task in self.background:
+            task.cancel()
 
 
 async def build_server(address: str, bindings: Sequence[ServiceBinding]) -> RunningServer:

@@ -202,6 +202,7 @@ class RetrievalPlan(_message.Message):
     RERANKED_FIELD_NUMBER: _builtins.int
     RERANK_SKIPPED_REASON_FIELD_NUMBER: _builtins.int
     EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
+    MAX_PASSAGES_FIELD_NUMBER: _builtins.int
     mode: Global___RetrievalMode.ValueType
     """The arms that were asked for."""
     vector_arm_ran: _builtins.bool
@@ -216,6 +217,8 @@ class RetrievalPlan(_message.Message):
     """Why reranking was asked for but did not happen, empty otherwise."""
     embedding_model: _builtins.str
     """The embedding model the vector arm used, empty when it did not run."""
+    max_passages: _builtins.int
+    """The passages asked for."""
     @_builtins.property
     def queries(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlannedQuery]:
         """The queries that were run, the standalone query first."""
@@ -236,10 +239,11 @@ class RetrievalPlan(_message.Message):
         reranked: _builtins.bool = ...,
         rerank_skipped_reason: _builtins.str = ...,
         embedding_model: _builtins.str = ...,
+        max_passages: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["condense_skipped_reason", b"condense_skipped_reason", "embedding_model", b"embedding_model", "filters", b"filters", "mode", b"mode", "queries", b"queries", "rerank_skipped_reason", b"rerank_skipped_reason", "reranked", b"reranked", "vector_arm_ran", b"vector_arm_ran", "vector_arm_skipped_reason", b"vector_arm_skipped_reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["condense_skipped_reason", b"condense_skipped_reason", "embedding_model", b"embedding_model", "filters", b"filters", "max_passages", b"max_passages", "mode", b"mode", "queries", b"queries", "rerank_skipped_reason", b"rerank_skipped_reason", "reranked", b"reranked", "vector_arm_ran", b"vector_arm_ran", "vector_arm_skipped_reason", b"vector_arm_skipped_reason"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -260,6 +264,11 @@ class Passage(_message.Message):
     TEXT_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
     CHUNK_INDEXES_FIELD_NUMBER: _builtins.int
+    LEXICAL_RANK_FIELD_NUMBER: _builtins.int
+    VECTOR_RANK_FIELD_NUMBER: _builtins.int
+    FUSED_SCORE_FIELD_NUMBER: _builtins.int
+    RERANK_SCORE_FIELD_NUMBER: _builtins.int
+    VIA_LINK_FIELD_NUMBER: _builtins.int
     number: _builtins.int
     """The number the model cites, starting at 1."""
     note_path: _builtins.str
@@ -274,6 +283,16 @@ class Passage(_message.Message):
     """The passage text, neighbours merged in."""
     score: _builtins.float
     """The fused (or reranked) score of the best chunk in the passage."""
+    lexical_rank: _builtins.int
+    """The best chunk's rank in the lexical (BM25) arm, starting at 1; 0 when that arm did not find it."""
+    vector_rank: _builtins.int
+    """The best chunk's rank in the vector arm, starting at 1; 0 when that arm did not find it."""
+    fused_score: _builtins.float
+    """The reciprocal rank fusion score, summed over the queries that found it."""
+    rerank_score: _builtins.float
+    """The reranker's score; unset when no reranker ran."""
+    via_link: _builtins.bool
+    """Whether the passage joined as a note linked from a top passage rather than by search."""
     @_builtins.property
     def heading_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The headings above the passage, outermost first."""
@@ -294,12 +313,19 @@ class Passage(_message.Message):
         text: _builtins.str = ...,
         score: _builtins.float = ...,
         chunk_indexes: _abc.Iterable[_builtins.int] | None = ...,
+        lexical_rank: _builtins.int = ...,
+        vector_rank: _builtins.int = ...,
+        fused_score: _builtins.float = ...,
+        rerank_score: _builtins.float | None = ...,
+        via_link: _builtins.bool = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_rerank_score", b"_rerank_score", "rerank_score", b"rerank_score"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunk_indexes", b"chunk_indexes", "end_line", b"end_line", "heading_path", b"heading_path", "note_path", b"note_path", "note_title", b"note_title", "number", b"number", "score", b"score", "start_line", b"start_line", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank_score", b"_rerank_score", "chunk_indexes", b"chunk_indexes", "end_line", b"end_line", "fused_score", b"fused_score", "heading_path", b"heading_path", "lexical_rank", b"lexical_rank", "note_path", b"note_path", "note_title", b"note_title", "number", b"number", "rerank_score", b"rerank_score", "score", b"score", "start_line", b"start_line", "text", b"text", "vector_rank", b"vector_rank", "via_link", b"via_link"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__rerank_score: _TypeAlias = _typing.Literal["rerank_score"]  # noqa: Y015
+    _WhichOneofArgType__rerank_score: _TypeAlias = _typing.Literal["_rerank_score", b"_rerank_score"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__rerank_score) -> _WhichOneofReturnType__rerank_score | None: ...
 
 Global___Passage: _TypeAlias = Passage  # noqa: Y015
 

@@ -1,0 +1,108 @@
+"""`secondbrain search` and `secondbrain retrieve`: the retrieve service's API from a terminal.
+
+Like ingest's commands, they use a running retrieve service when one answers and work in this process otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+from google.protobuf.json_format import MessageToDict
+from rich.console import Console
+from rich.markup import escape
+
+from secondbrain.config import Config
+from secondbrain.db import Database
+from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
+from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
+from secondbrain.service.access import connect
+from secondbrain.v1 import retrieval_pb2 as common
+
+SEARCH_MODES = {"hybrid": pb.SEARCH_MODE_HYBRID, "keyword": pb.SEARCH_MODE_KEYWORD, "semantic": pb.SEARCH_MODE_SEMANTIC}
+RETRIEVAL_MODES = {
+    "hybrid": common.RETRIEVAL_MODE_HYBRID,
+    "lexical": common.RETRIEVAL_MODE_LEXICAL,
+    "vector": common.RETRIEVAL_MODE_VECTOR,
+}
+
+
+def _servicer(config: Config, db: Database) -> object:
+    from secondbrain.retrieve.server import build_retriever
+    from secondbrain.retrieve.servicer import RetrieveServicer
+
+    return RetrieveServicer(build_retriever(config, db))
+
+
+def retrieve_service(config: Config, address: str | None, console: Console) -> contextlib.AbstractAsyncContextManager:
+    return connect(
+        config, "retrieve", "secondbrain.retrieve.v1.RetrieveService", address, pb_grpc.RetrieveServiceStub,
+        _servicer, console,
+    )  # fmt: skip
+
+
+def _filters(folders: list[str], tags: list[str]) -> common.RetrievalFilters:
+    return common.RetrievalFilters(folders=folders, tags=tags)
+
+
+async def run_search(
+    config: Config, query: str, *, mode: str, folders: list[str], tags: list[str], limit: int, address: str | None,
+    as_json: bool,
+) -> None:  # fmt: skip
+    console = Console()
+    request = pb.SearchRequest(query=query, mode=SEARCH_MODES[mode], filters=_filters(folders, tags), limit=limit)
+    async with retrieve_service(config, address, Console(stderr=True)) as retrieve:
+        response = await retrieve.Search(request, timeout=60)
+    if as_json:
+        print(json.dumps(MessageToDict(response, preserving_proto_field_name=True), indent=2))
+        return
+    if not response.vector_arm_ran and response.vector_arm_skipped_reason:
+        console.print(f"[yellow]Semantic search skipped: {escape(response.vector_arm_skipped_reason)}[/yellow]")
+    if not response.hits:
+        console.print("No notes match.")
+    for rank, hit in enumerate(response.hits, start=1):
+        tags = " ".join(f"#{tag}" for tag in hit.tags)
+        console.print(f"[bold]{rank}. {escape(hit.title)}[/bold]  [dim]{escape(hit.path)}[/dim]  {escape(tags)}")
+        if hit.snippet:
+            console.print(f"   {escape(' '.join(hit.snippet.split()))}")
+
+
+async def run_retrieve(
+    config: Config, question: str, *, mode: str, folders: list[str], tags: list[str], passages: int,
+    condense: bool, rerank: bool | None, address: str | None, as_json: bool,
+) -> None:  # fmt: skip
+    console = Console()
+    options = pb.RetrieveOptions(max_passages=passages, mode=RETRIEVAL_MODES[mode], condense=condense)
+    if rerank is not None:
+        options.rerank = rerank
+    request = pb.RetrieveRequest(query=question, filters=_filters(folders, tags), options=options)
+    async with retrieve_service(config, address, Console(stderr=True)) as retrieve:
+        events = [event async for event in retrieve.Retrieve(request, timeout=120)]
+    plan = next(e.plan for e in events if e.WhichOneof("event") == "plan")
+    found = [e.passage for e in events if e.WhichOneof("event") == "passage"]
+    done = next(e.done for e in events if e.WhichOneof("event") == "done")
+    if as_json:
+        print(json.dumps({
+            "plan": MessageToDict(plan, preserving_proto_field_name=True),
+            "notes": list(dict.fromkeys(p.note_path for p in found)),
+            "passages": [MessageToDict(p, preserving_proto_field_name=True) for p in found],
+            "timings": {t.stage: round(t.milliseconds, 1) for t in done.timings},
+        }, indent=2))  # fmt: skip
+        return
+    queries = " | ".join(q.text for q in plan.queries)
+    console.print(f"[dim]Searched for: {escape(queries)}[/dim]")
+    for reason, label in ((plan.condense_skipped_reason, "as typed"), (plan.vector_arm_skipped_reason, "no vectors"),
+                          (plan.rerank_skipped_reason, "not reranked")):  # fmt: skip
+        if reason:
+            console.print(f"[dim]{label}: {escape(reason)}[/dim]")
+    if not found:
+        console.print("No passages found.")
+    for passage in found:
+        where = " > ".join([passage.note_title, *passage.heading_path])
+        console.print(
+            f"\n[bold][{passage.number}] {escape(where)}[/bold]  "
+            f"[dim]{escape(passage.note_path)}:{passage.start_line}-{passage.end_line}[/dim]"
+        )
+        console.print(escape(passage.text.strip()))
+    total = next((t.milliseconds for t in done.timings if t.stage == "total"), 0.0)
+    console.print(f"\n[dim]{len(found)} passages in {total:.0f} ms[/dim]")

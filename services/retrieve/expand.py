@@ -1,0 +1,137 @@
+"""Small to big: each winning chunk is shown with its neighbours, contiguous spans merge, and the whole stays
+within a token budget, so the model reads context a tight chunk loses without reading whole notes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from secondbrain.retrieve.store import ChunkRow
+
+
+@dataclass
+class Span:
+    """A run of consecutive chunks of one note around one or more winners."""
+
+    file_id: int
+    first: int
+    last: int
+    best_rank: int  # the rank of its best winner, 0-based
+    winners: list[int] = field(default_factory=list)  # chunk indexes of the winners inside, best first
+
+
+def body_of(content: str) -> str:
+    """A chunk's text without its "Title > Heading" prefix line."""
+    _prefix, separator, text = content.partition("\n\n")
+    return text if separator else content
+
+
+# The chunker's overlap is whole sentences or words, tens of tokens; a shorter shared run is a coincidence.
+MIN_OVERLAP_CHARS = 20
+
+
+def _without_overlap(previous: str, following: str) -> str:
+    """`following` without the text it repeats from the end of `previous` (the chunker's overlap)."""
+    for size in range(min(len(previous), len(following)), MIN_OVERLAP_CHARS - 1, -1):
+        if previous.endswith(following[:size]):
+            return following[size:].lstrip()
+    return following
+
+
+def plan_spans(
+    winners: Sequence[tuple[int, int]], available: dict[tuple[int, int], ChunkRow], radius: int, per_note: int
+) -> list[Span]:
+    """Spans around `winners` ((file_id, chunk_index), best first): neighbours within `radius` that exist, merged when
+    they touch, at most `per_note` chunks per note (the best winners' spans are kept first)."""
+    spans: list[Span] = []
+    used: dict[int, int] = {}
+    for rank, (file_id, index) in enumerate(winners):
+        if (file_id, index) not in available:
+            continue
+        first, last = index, index
+        while first - 1 >= index - radius and (file_id, first - 1) in available:
+            first -= 1
+        while last + 1 <= index + radius and (file_id, last + 1) in available:
+            last += 1
+        merged = next((s for s in spans if s.file_id == file_id and s.first <= last + 1 and first <= s.last + 1), None)
+        if merged is not None:
+            grown_first, grown_last = min(merged.first, first), max(merged.last, last)
+            extra = (grown_last - grown_first) - (merged.last - merged.first)
+            if used[file_id] + extra > per_note:
+                grown_first, grown_last = min(merged.first, index), max(merged.last, index)
+                extra = (grown_last - grown_first) - (merged.last - merged.first)
+                if used[file_id] + extra > per_note:
+                    continue
+            merged.first, merged.last = grown_first, grown_last
+            merged.winners.append(index)
+            used[file_id] += extra
+            continue
+        budget = per_note - used.get(file_id, 0)
+        if budget <= 0:
+            continue
+        # Shrink the neighbourhood to the note's remaining allowance, keeping the winner.
+        while last - first + 1 > budget:
+            if last > index:
+                last -= 1
+            else:
+                first += 1
+        spans.append(Span(file_id, first, last, rank, [index]))
+        used[file_id] = used.get(file_id, 0) + (last - first + 1)
+    return spans
+
+
+@dataclass(frozen=True)
+class PassageText:
+    file_id: int
+    path: str
+    title: str
+    heading_path: list[str]
+    start_line: int
+    end_line: int
+    text: str
+    chunk_indexes: list[int]
+    tokens: int
+    best_rank: int
+
+
+def assemble(span: Span, available: dict[tuple[int, int], ChunkRow]) -> PassageText:
+    chunks = [available[(span.file_id, index)] for index in range(span.first, span.last + 1)]
+    winner = available[(span.file_id, span.winners[0])]
+    parts: list[str] = []
+    previous_text = ""
+    previous_path: list[str] | None = None
+    for chunk in chunks:
+        text = body_of(chunk.content)
+        if previous_text:
+            text = _without_overlap(previous_text, text)
+        if previous_path is not None and chunk.heading_path != previous_path and chunk.heading_path:
+            text = f"{'#' * (len(chunk.heading_path) + 1)} {chunk.heading_path[-1]}\n\n{text}"
+        parts.append(text)
+        previous_text, previous_path = body_of(chunk.content), chunk.heading_path
+    return PassageText(
+        file_id=span.file_id,
+        path=winner.path,
+        title=winner.title,
+        heading_path=winner.heading_path,
+        start_line=min(c.start_line for c in chunks),
+        end_line=max(c.end_line for c in chunks),
+        text="\n\n".join(part for part in parts if part),
+        chunk_indexes=[c.chunk_index for c in chunks],
+        tokens=sum(c.token_count for c in chunks),
+        best_rank=span.best_rank,
+    )
+
+
+def within_budget(passages: Sequence[PassageText], budget: int, limit: int) -> list[PassageText]:
+    """Passages in rank order until `limit` of them or the token `budget` is spent; one that does not fit is skipped
+    so a smaller one after it may still fit. The best passage is always kept."""
+    kept: list[PassageText] = []
+    spent = 0
+    for passage in sorted(passages, key=lambda p: p.best_rank):
+        if len(kept) == limit:
+            break
+        if kept and spent + passage.tokens > budget:
+            continue
+        kept.append(passage)
+        spent += passage.tokens
+    return kept

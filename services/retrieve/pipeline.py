@@ -1,0 +1,333 @@
+"""The retrieval pipeline (design record, section 4): condense, hybrid search per query, fuse across queries,
+(link candidates,) rerank, expand, number. One call per chat turn; it streams a plan, the passages, then timings.
+
+Nothing here knows about gRPC: the servicer maps these events to the proto.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from secondbrain.config import RetrieveSection
+from secondbrain.db import Database
+from secondbrain.embedding import Embedder
+from secondbrain.errors import InvalidInput, ResourceExhausted, SecondbrainError
+from secondbrain.ingest import store as ingest_store
+from secondbrain.llm import ChatMessage
+from secondbrain.retrieve import store
+from secondbrain.retrieve.condense import Condenser, PlannedQuery
+from secondbrain.retrieve.expand import PassageText, assemble, plan_spans, within_budget
+from secondbrain.retrieve.filters import Filters
+from secondbrain.retrieve.fusion import Fused, fuse_queries
+from secondbrain.retrieve.rerank import Reranker
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["hybrid", "lexical", "vector"]
+
+MAX_QUERY_CHARS = 8_000
+MAX_HISTORY_MESSAGES = 100
+MAX_HISTORY_CHARS = 200_000
+STATEMENT_TIMEOUT_SECONDS = 10.0
+LINK_SOURCES = 3  # top passages whose linked notes may join
+
+
+@dataclass(frozen=True)
+class Options:
+    """The knobs of one retrieval, each already resolved against the configured defaults."""
+
+    max_passages: int
+    mode: Mode
+    condense: bool
+    alternates: bool
+    rerank: bool
+    rerank_model: str | None
+    expand_neighbours: bool
+    token_budget: int
+
+    @classmethod
+    def resolve(
+        cls,
+        defaults: RetrieveSection,
+        *,
+        max_passages: int = 0,
+        mode: Mode | None = None,
+        condense: bool | None = None,
+        alternates: bool | None = None,
+        rerank: bool | None = None,
+        rerank_model: str = "",
+        expand_neighbours: bool | None = None,
+        token_budget: int = 0,
+    ) -> Options:
+        if not 0 <= max_passages <= 50:
+            raise InvalidInput(f"max_passages is {max_passages}: ask for 1 to 50 passages, or 0 for the default")
+        if not (token_budget == 0 or 100 <= token_budget <= 100_000):
+            raise InvalidInput(f"token_budget is {token_budget}: give 100 to 100000 tokens, or 0 for the default")
+        return cls(
+            max_passages=max_passages or defaults.passages,
+            mode=mode or "hybrid",
+            condense=defaults.condense if condense is None else condense,
+            alternates=defaults.alternates if alternates is None else alternates,
+            rerank=defaults.rerank if rerank is None else rerank,
+            rerank_model=rerank_model or None,
+            expand_neighbours=defaults.expand_neighbours if expand_neighbours is None else expand_neighbours,
+            token_budget=token_budget or defaults.token_budget,
+        )
+
+
+@dataclass(frozen=True)
+class Plan:
+    queries: list[PlannedQuery]
+    filters: Filters
+    mode: Mode
+    vector_arm_ran: bool
+    vector_arm_skipped_reason: str
+    condense_skipped_reason: str
+    reranked: bool
+    rerank_skipped_reason: str
+    embedding_model: str
+    max_passages: int
+
+
+@dataclass(frozen=True)
+class Passage:
+    number: int
+    path: str
+    title: str
+    heading_path: list[str]
+    start_line: int
+    end_line: int
+    text: str
+    score: float
+    chunk_indexes: list[int]
+    lexical_rank: int | None
+    vector_rank: int | None
+    fused_score: float
+    rerank_score: float | None
+    via_link: bool
+
+
+@dataclass(frozen=True)
+class Done:
+    timings: list[tuple[str, float]]
+    passage_count: int
+
+
+RetrieveEvent = Plan | Passage | Done
+
+
+@dataclass
+class _Clock:
+    timings: list[tuple[str, float]] = field(default_factory=list)
+    started: float = field(default_factory=time.perf_counter)
+
+    def lap(self, stage: str, since: float) -> float:
+        now = time.perf_counter()
+        self.timings.append((stage, (now - since) * 1000))
+        return now
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    fused: Fused
+    via_link: bool = False
+    rerank_score: float | None = None
+
+
+def validate_query(query: str, history: Sequence[ChatMessage]) -> str:
+    text = query.strip()
+    if not text:
+        raise InvalidInput("the question is empty: type what you want to find in your notes")
+    if len(text) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"the question is {len(text)} characters long; keep it under {MAX_QUERY_CHARS}")
+    if len(history) > MAX_HISTORY_MESSAGES or sum(len(m.content) for m in history) > MAX_HISTORY_CHARS:
+        raise ResourceExhausted(
+            f"the history is too long: send at most {MAX_HISTORY_MESSAGES} messages and {MAX_HISTORY_CHARS} "
+            "characters (older turns matter little for condensing)"
+        )
+    return text
+
+
+class Retriever:
+    def __init__(
+        self,
+        db: Database,
+        embedder: Embedder | None,
+        condenser: Condenser,
+        make_reranker: Callable[[str | None], Reranker],
+        settings: RetrieveSection,
+        embedder_unavailable_reason: str = "",
+    ) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.condenser = condenser
+        self.make_reranker = make_reranker
+        self.settings = settings
+        self.embedder_unavailable_reason = embedder_unavailable_reason or "no embedder is configured"
+
+    async def query_vectors(self, queries: Sequence[str]) -> tuple[list[np.ndarray] | None, str, str]:
+        """The query vectors, or None and why the vector arm cannot run; and the model's name."""
+        if self.embedder is None:
+            return None, self.embedder_unavailable_reason, ""
+        async with self.db.pool.acquire() as connection:
+            indexed = await ingest_store.current_model(connection)
+        if indexed is None:
+            return None, "nothing has been embedded yet: sync the vault first", ""
+        try:
+            ours = ingest_store.ModelRecord(self.embedder.provider, self.embedder.model, self.embedder.dimension)
+        except SecondbrainError as error:
+            return None, f"the embedder is not ready: {error}", ""
+        if ours != indexed:
+            return None, (
+                f"the index was built with {indexed.identity} ({indexed.dimension}-d) but this service embeds with "
+                f"{ours.identity} ({ours.dimension}-d): sync the vault to re-embed it"
+            ), ""  # fmt: skip
+        try:
+            vectors = [await self.embedder.embed_query(query) for query in queries]
+        except SecondbrainError as error:
+            return None, f"the embedder failed: {error}", ""
+        return vectors, "", self.embedder.identity
+
+    async def _search(self, query: str, filters: Filters, vector: np.ndarray | None, lexical: bool) -> list:
+        async with self.db.pool.acquire() as connection:
+            return await store.hybrid_candidates(
+                connection,
+                query,
+                self.settings.candidates_per_arm,
+                filters,
+                vector,
+                lexical=lexical,
+                statement_timeout=STATEMENT_TIMEOUT_SECONDS,
+            )
+
+    async def retrieve(
+        self, query: str, history: Sequence[ChatMessage], filters: Filters, options: Options
+    ) -> AsyncIterator[RetrieveEvent]:
+        text = validate_query(query, history)
+        clock = _Clock()
+        since = clock.started
+
+        condensed = await self.condenser.condense(
+            text, history, condense=options.condense, alternates=options.alternates
+        )
+        queries = condensed.queries or [PlannedQuery(text, "original")]
+        since = clock.lap("condense", since)
+
+        vectors: list[np.ndarray] | None = None
+        skipped = "the request asked for the lexical arm only" if options.mode == "lexical" else ""
+        model = ""
+        if options.mode != "lexical":
+            vectors, skipped, model = await self.query_vectors([q.text for q in queries])
+            since = clock.lap("embed", since)
+        if vectors is None and options.mode == "vector":
+            raise InvalidInput(f"the vector arm cannot run ({skipped}); ask for hybrid or lexical retrieval")
+
+        rankings = await asyncio.gather(
+            *(
+                self._search(q.text, filters, vectors[i] if vectors else None, options.mode != "vector")
+                for i, q in enumerate(queries)
+            )
+        )
+        since = clock.lap("search", since)
+        ranked = [_Ranked(f) for f in fuse_queries(rankings)]
+        since = clock.lap("fuse", since)
+
+        if self.settings.wikilink_expansion and ranked:
+            ranked += await self._linked(ranked, queries[0].text, filters)
+            since = clock.lap("links", since)
+
+        reranked, rerank_skipped = False, ""
+        if options.rerank and ranked:
+            ranked, rerank_skipped = await self._rerank(ranked, queries[0].text, options)
+            reranked = not rerank_skipped
+            since = clock.lap("rerank", since)
+
+        passages = await self._expand(ranked, options)
+        clock.lap("expand", since)
+
+        yield Plan(
+            queries=queries,
+            filters=filters,
+            mode=options.mode,
+            vector_arm_ran=vectors is not None,
+            vector_arm_skipped_reason=skipped,
+            condense_skipped_reason=condensed.skipped_reason,
+            reranked=reranked,
+            rerank_skipped_reason=rerank_skipped,
+            embedding_model=model,
+            max_passages=options.max_passages,
+        )
+        for passage in passages:
+            yield passage
+        clock.timings.append(("total", (time.perf_counter() - clock.started) * 1000))
+        yield Done(clock.timings, len(passages))
+
+    async def _linked(self, ranked: list[_Ranked], query: str, filters: Filters) -> list[_Ranked]:
+        sources = list(dict.fromkeys(r.fused.candidate.file_id for r in ranked[:LINK_SOURCES]))
+        present = {r.fused.candidate.chunk_id for r in ranked}
+        async with self.db.pool.acquire() as connection:
+            linked = await store.linked_candidates(
+                connection, sources, query, filters, statement_timeout=STATEMENT_TIMEOUT_SECONDS
+            )
+        return [
+            _Ranked(Fused(store.Candidate(chunk_id, file_id, index, None, None, 0.0), 0.0), via_link=True)
+            for chunk_id, file_id, index in linked
+            if chunk_id not in present
+        ]
+
+    async def _rerank(self, ranked: list[_Ranked], query: str, options: Options) -> tuple[list[_Ranked], str]:
+        """The top candidates reordered by a cross-encoder, or the fused order and why reranking did not happen."""
+        top = ranked[: self.settings.reranker.candidates]
+        winners = [(r.fused.candidate.file_id, r.fused.candidate.chunk_index) for r in top]
+        async with self.db.pool.acquire() as connection:
+            rows = await store.chunks_around(connection, winners, 0, statement_timeout=STATEMENT_TIMEOUT_SECONDS)
+        texts = {(row.file_id, row.chunk_index): row.content for row in rows}
+        documents = [texts.get(key, "") for key in winners]
+        try:
+            reranker = self.make_reranker(options.rerank_model)
+            results = await reranker.rerank(query, documents, top_n=len(documents))
+        except SecondbrainError as error:
+            return ranked, f"reranking failed, so the fused order is kept: {error}"
+        reordered = [_Ranked(top[r.index].fused, top[r.index].via_link, r.score) for r in results]
+        seen = {r.index for r in results}
+        reordered += [item for i, item in enumerate(top) if i not in seen]
+        return reordered + ranked[len(top) :], ""
+
+    async def _expand(self, ranked: list[_Ranked], options: Options) -> list[Passage]:
+        # Enough winners to fill the passages even when some merge into one span.
+        winners = ranked[: options.max_passages * 3]
+        keys = [(r.fused.candidate.file_id, r.fused.candidate.chunk_index) for r in winners]
+        radius = 1 if options.expand_neighbours else 0
+        async with self.db.pool.acquire() as connection:
+            rows = await store.chunks_around(connection, keys, radius, statement_timeout=STATEMENT_TIMEOUT_SECONDS)
+        available = {(row.file_id, row.chunk_index): row for row in rows}
+        spans = plan_spans(keys, available, radius, self.settings.max_chunks_per_note)
+        texts = within_budget([assemble(span, available) for span in spans], options.token_budget, options.max_passages)
+        return [_passage(number, text, winners[text.best_rank]) for number, text in enumerate(texts, start=1)]
+
+
+def _passage(number: int, text: PassageText, ranked: _Ranked) -> Passage:
+    candidate = ranked.fused.candidate
+    return Passage(
+        number=number,
+        path=text.path,
+        title=text.title,
+        heading_path=text.heading_path,
+        start_line=text.start_line,
+        end_line=text.end_line,
+        text=text.text,
+        score=ranked.rerank_score if ranked.rerank_score is not None else ranked.fused.score,
+        chunk_indexes=text.chunk_indexes,
+        lexical_rank=candidate.lexical_rank,
+        vector_rank=candidate.vector_rank,
+        fused_score=ranked.fused.score,
+        rerank_score=ranked.rerank_score,
+        via_link=ranked.via_link,
+    )

@@ -1,0 +1,239 @@
+"""The RetrieveService through gRPC on a real PostgreSQL: every stage, its knobs and its fallbacks."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
+from secondbrain.v1 import retrieval_pb2 as common
+from tests.retrieve.conftest import Stack
+from tests.wire import Reply
+
+NO_CONDENSE = {"condense": False}
+
+
+def long_note(title: str, topic_at: int, sections: int = 12) -> str:
+    body = "\n\n".join(
+        f"## Part {i}\n\n"
+        + (
+            "This part records the zeppelin hangar decision in detail."
+            if i == topic_at
+            else f"Filler paragraph number {i} about ordinary matters, walking, cooking and reading."
+        )
+        for i in range(sections)
+    )
+    return f"# {title}\n\n{body}\n"
+
+
+async def test_crafted_case_where_each_arm_alone_is_wrong_and_fusion_is_right(stack: Stack) -> None:
+    # BM25 stems and drops stopwords; the test embedder compares surface words, stopwords included.
+    stack.write("Stems.md", "quarter quarters budgeted budgeting")  # lexically strong, no shared surface word
+    stack.write("Stopwords.md", "the the the the the")  # close in vector space, no lexeme at all
+    stack.write("Right.md", "budget review notes for today")  # second in both arms
+    for i in range(3):
+        stack.write(f"Filler {i}.md", f"the cat sat {i}")
+    await stack.ingest()
+    query = "the quarterly budget review"
+    _, lexical = await stack.retrieve(query, mode=common.RETRIEVAL_MODE_LEXICAL, **NO_CONDENSE)
+    _, vector = await stack.retrieve(query, mode=common.RETRIEVAL_MODE_VECTOR, **NO_CONDENSE)
+    plan, hybrid = await stack.retrieve(query, **NO_CONDENSE)
+    assert lexical[0].note_path == "Stems.md"
+    assert vector[0].note_path == "Stopwords.md"
+    assert hybrid[0].note_path == "Right.md"
+    assert (hybrid[0].lexical_rank, hybrid[0].vector_rank) == (2, 2)
+    assert plan.vector_arm_ran and plan.embedding_model == "openai:text-embedding-3-small"
+
+
+async def test_lexical_only_says_why_the_vector_arm_did_not_run(stack: Stack) -> None:
+    stack.write("Plan.md", "# Plan\n\nWe chose PostgreSQL with pgvector.\n")
+    await stack.ingest()
+    plan, passages = await stack.retrieve("pgvector", mode=common.RETRIEVAL_MODE_LEXICAL, **NO_CONDENSE)
+    assert not plan.vector_arm_ran and "lexical" in plan.vector_arm_skipped_reason
+    assert [p.note_path for p in passages] == ["Plan.md"]
+    assert passages[0].vector_rank == 0 and passages[0].lexical_rank == 1
+
+
+async def test_embedder_down_falls_back_to_lexical_and_says_so(stack: Stack) -> None:
+    stack.write("Plan.md", "# Plan\n\nWe chose PostgreSQL with pgvector.\n")
+    await stack.ingest()
+    stack.llm.script.default = Reply(status=401)
+    plan, passages = await stack.retrieve("pgvector", **NO_CONDENSE)
+    assert not plan.vector_arm_ran
+    assert "embedder failed" in plan.vector_arm_skipped_reason and "OPENAI_API_KEY" in plan.vector_arm_skipped_reason
+    assert [p.note_path for p in passages] == ["Plan.md"]
+
+
+async def test_index_built_by_another_model_skips_the_vector_arm(stack: Stack) -> None:
+    stack.write("Plan.md", "# Plan\n\nWe chose PostgreSQL with pgvector.\n")
+    await stack.ingest()
+    await stack.configure(embedding={"provider": "openai", "model": "text-embedding-3-large"})
+    plan, passages = await stack.retrieve("pgvector", **NO_CONDENSE)
+    assert not plan.vector_arm_ran
+    assert "built with openai:text-embedding-3-small" in plan.vector_arm_skipped_reason
+    assert passages
+
+
+async def test_condensing_a_follow_up_and_its_fallback(stack: Stack) -> None:
+    stack.write("Zeppelin.md", long_note("Zeppelin", 3))
+    await stack.ingest()
+    history = [
+        common.HistoryMessage(role=common.MESSAGE_ROLE_USER, content="What did we decide about the hangar?"),
+        common.HistoryMessage(role=common.MESSAGE_ROLE_ASSISTANT, content="You chose the zeppelin hangar [1]."),
+    ]
+    stack.llm.script.push(Reply(deltas=['{"query": "zeppelin hangar decision", "alternates": []}']))
+    plan, passages = await stack.retrieve("and why?", history=history)
+    assert [(q.text, q.kind) for q in plan.queries] == [("zeppelin hangar decision", common.QUERY_KIND_CONDENSED)]
+    assert plan.condense_skipped_reason == ""
+    assert passages[0].note_path == "Zeppelin.md"
+
+    stack.llm.script.push(Reply(deltas=["I would rather not."]))
+    plan, _ = await stack.retrieve("and why?", history=history)
+    assert [(q.text, q.kind) for q in plan.queries] == [("and why?", common.QUERY_KIND_ORIGINAL)]
+    assert plan.condense_skipped_reason
+
+
+async def test_alternates_are_fused_across_queries(stack: Stack) -> None:
+    stack.write("Hangar.md", "# Hangar\n\nThe zeppelin hangar was approved.\n")
+    stack.write("Airship.md", "# Airship\n\nDirigible storage costs were estimated.\n")
+    await stack.ingest()
+    stack.llm.script.push(Reply(deltas=['{"query": "zeppelin hangar", "alternates": ["dirigible storage costs"]}']))
+    history = [common.HistoryMessage(role=common.MESSAGE_ROLE_USER, content="Tell me about airships.")]
+    plan, passages = await stack.retrieve("what do my notes say?", history=history)
+    assert [q.kind for q in plan.queries] == [common.QUERY_KIND_CONDENSED, common.QUERY_KIND_ALTERNATE]
+    assert {p.note_path for p in passages[:2]} == {"Hangar.md", "Airship.md"}
+
+
+async def test_neighbours_expand_and_contiguous_spans_merge(stack: Stack) -> None:
+    stack.write("Zeppelin.md", long_note("Zeppelin", 5, sections=12))
+    await stack.ingest()
+    _, passages = await stack.retrieve("zeppelin hangar decision", max_passages=3, **NO_CONDENSE)
+    first = passages[0]
+    assert first.note_path == "Zeppelin.md"
+    assert "zeppelin hangar decision" in first.text
+    assert len(first.chunk_indexes) == 3 and first.chunk_indexes == sorted(first.chunk_indexes)
+    assert first.heading_path == ["Part 5"]
+    assert first.start_line < first.end_line
+    # Without expansion the passage is the chunk alone.
+    _, bare = await stack.retrieve("zeppelin hangar decision", max_passages=3, expand_neighbours=False, **NO_CONDENSE)
+    assert len(bare[0].chunk_indexes) == 1
+    numbers = [p.number for p in passages]
+    assert numbers == list(range(1, len(passages) + 1))
+    spans = [(p.note_path, i) for p in passages for i in p.chunk_indexes]
+    assert len(spans) == len(set(spans)), "no chunk appears in two passages"
+
+
+async def test_a_narrow_folder_filter_still_returns_its_notes(stack: Stack) -> None:
+    # Sixty notes outside the folder are all nearer the query than the two inside it: the vector arm's index scan
+    # must keep going (iterative scan) until the filter lets k rows through.
+    words = [
+        "alpha",
+        "bravo",
+        "charlie",
+        "delta",
+        "echo",
+        "foxtrot",
+        "golf",
+        "hotel",
+        "india",
+        "juliet",
+        "kilo",
+        "lima",
+        "mike",
+        "november",
+        "oscar",
+    ]
+    for i in range(60):
+        extra = " ".join(words[(i * 7 + j) % len(words)] for j in range(i % 4 + 1))
+        stack.write(f"Elsewhere/Near {i}.md", f"# Near {i}\n\nzeppelin hangar {extra}\n")
+    stack.write("Projects/Far.md", "# Far\n\nA zeppelin somewhere.\n")
+    stack.write("Projects/Farther.md", "# Farther\n\nTravel by zeppelin, one day.\n")
+    stack.write("Projects/Tagged.md", "---\ntags: [project/alpha]\n---\n# Tagged\n\nOther words entirely.\n")
+    await stack.ingest()
+    folder = common.RetrievalFilters(folders=["Projects"])
+    plan, passages = await stack.retrieve(
+        "zeppelin hangar", filters=folder, mode=common.RETRIEVAL_MODE_VECTOR, **NO_CONDENSE
+    )
+    assert plan.vector_arm_ran and list(plan.filters.folders) == ["Projects"]
+    assert {p.note_path for p in passages} >= {"Projects/Far.md", "Projects/Farther.md"}
+    assert all(p.note_path.startswith("Projects/") for p in passages)
+    _, tagged = await stack.retrieve("words", filters=common.RetrievalFilters(tags=["#project"]), **NO_CONDENSE)
+    assert [p.note_path for p in tagged] == ["Projects/Tagged.md"]
+
+
+async def test_rerank_reorders_and_its_failure_keeps_the_fused_order(stack: Stack) -> None:
+    stack.write("A.md", "# A\n\nzeppelin zeppelin zeppelin notes\n")
+    stack.write("B.md", "# B\n\nzeppelin hangar decision approved\n")
+    await stack.ingest()
+    await stack.configure(
+        retrieve={"reranker": {"provider": "custom", "base_url": stack.reranker.root_url, "model": "test-reranker"}}
+    )
+    plan, passages = await stack.retrieve("zeppelin hangar decision approved", rerank=True, **NO_CONDENSE)
+    assert plan.reranked and plan.rerank_skipped_reason == ""
+    assert passages[0].note_path == "B.md"
+    assert passages[0].HasField("rerank_score")
+    assert [r.path for r in stack.reranker.requests] == ["/v1/rerank"]
+
+    stack.reranker.script.default = Reply(status=400, error_message="bad model")
+    plan, passages = await stack.retrieve("zeppelin hangar decision approved", rerank=True, **NO_CONDENSE)
+    assert not plan.reranked and "fused order is kept" in plan.rerank_skipped_reason
+    assert passages and not passages[0].HasField("rerank_score")
+
+
+async def test_linked_notes_join_as_low_ranked_candidates(stack: Stack) -> None:
+    stack.write("Hub.md", "# Hub\n\nThe zeppelin plan is in [[Details]].\n")
+    stack.write("Details.md", "# Details\n\nBudget, crew and schedule.\n")
+    await stack.ingest()
+    _, before = await stack.retrieve("zeppelin plan", mode=common.RETRIEVAL_MODE_LEXICAL, **NO_CONDENSE)
+    assert [p.note_path for p in before] == ["Hub.md"]
+    await stack.configure(retrieve={"wikilink_expansion": True})
+    _, after = await stack.retrieve("zeppelin plan", mode=common.RETRIEVAL_MODE_LEXICAL, **NO_CONDENSE)
+    assert [(p.note_path, p.via_link) for p in after] == [("Hub.md", False), ("Details.md", True)]
+
+
+async def test_phrases_and_exclusions_apply(stack: Stack) -> None:
+    stack.write("One.md", "# One\n\nThe hangar of the zeppelin.\n")
+    stack.write("Two.md", "# Two\n\nThe zeppelin hangar, and a balloon.\n")
+    await stack.ingest()
+    _, phrase = await stack.retrieve('"zeppelin hangar"', mode=common.RETRIEVAL_MODE_LEXICAL, **NO_CONDENSE)
+    assert [p.note_path for p in phrase] == ["Two.md"]
+    _, excluded = await stack.retrieve("zeppelin -balloon", **NO_CONDENSE)
+    assert [p.note_path for p in excluded] == ["One.md"]
+
+
+@pytest.mark.parametrize(
+    ("query", "options", "filters", "words"),
+    [
+        ("   ", {}, None, "empty"),
+        ("x" * 100_000, {}, None, "characters long"),
+        ("ok", {"max_passages": 51}, None, "max_passages"),
+        ("ok", {"token_budget": 5}, None, "token_budget"),
+        ("ok", {}, common.RetrievalFilters(folders=["../etc"]), "folder filter"),
+        ("ok", {}, common.RetrievalFilters(tags=["a b"]), "tag filter"),
+    ],
+)
+async def test_bad_requests_are_invalid_argument(stack: Stack, query, options, filters, words) -> None:
+    request = pb.RetrieveRequest(query=query, options=pb.RetrieveOptions(**options), filters=filters)
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        async for _ in stack.stub.Retrieve(request, timeout=30):
+            pass
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert words in raised.value.details()
+
+
+async def test_sql_and_tsquery_syntax_in_queries_is_just_text(stack: Stack) -> None:
+    stack.write("Plan.md", "# Plan\n\nWe chose PostgreSQL.\n")
+    await stack.ingest()
+    for query in ["'; DROP TABLE vault_chunks; --", "a & b | !c:* (", '"unbalanced', "%_\\", "-"]:
+        plan, _ = await stack.retrieve(query, **NO_CONDENSE)
+        assert plan.queries[0].text
+    _, passages = await stack.retrieve("PostgreSQL", **NO_CONDENSE)
+    assert passages, "the table is still there"
+
+
+async def test_search_rpc_finds_notes(stack: Stack) -> None:
+    stack.write("Projects/Plan.md", "---\ntags: [project]\n---\n# Plan\n\nWe chose PostgreSQL with pgvector.\n")
+    await stack.ingest()
+    response = await stack.stub.Search(pb.SearchRequest(query="pgvector", mode=pb.SEARCH_MODE_HYBRID))
+    assert [hit.path for hit in response.hits] == ["Projects/Plan.md"]
+    assert response.vector_arm_ran
