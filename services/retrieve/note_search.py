@@ -110,7 +110,7 @@ async def search_notes(
     Raises InvalidInput for an empty or over-long query, a limit outside 1..100 or an unknown mode, and Unavailable
     when the statement does not finish within `timeout_seconds` (it is cancelled on the server, not left running).
     """
-    text = _validate(query, mode, limit)
+    text = validate(query, mode, limit)
     vector = None if mode == "keyword" or query_vector is None else _validate_vector(query_vector)
     # Keyword mode never wants the vector arm, so it has no reason to report for not running it.
     skipped = mode != "keyword" and vector is None
@@ -132,7 +132,7 @@ async def search_notes(
     return NoteSearchResult(hits, vector is not None, reason, [(stage, elapsed_ms)])
 
 
-def _validate(query: str, mode: str, limit: int) -> str:
+def validate(query: str, mode: str, limit: int) -> str:
     if mode not in get_args(SearchMode):
         raise InvalidInput(f"unknown search mode {mode!r}: use keyword, semantic or hybrid")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:

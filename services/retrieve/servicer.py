@@ -9,7 +9,7 @@ import grpc
 from secondbrain.errors import InvalidInput
 from secondbrain.llm import ChatMessage
 from secondbrain.retrieve.filters import Filters
-from secondbrain.retrieve.note_search import search_notes
+from secondbrain.retrieve.note_search import search_notes, validate
 from secondbrain.retrieve.pipeline import Done, Options, Passage, Plan, RetrieveEvent, Retriever
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
@@ -139,19 +139,25 @@ class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
         if request.mode not in SEARCH_MODES:
             raise InvalidInput(f"unknown search mode {request.mode}")
         mode = SEARCH_MODES[request.mode]
+        limit = request.limit or 20
         filters = filters_from(request.filters)
+        # Validate before embedding: an empty or huge query is refused without spending an embedding on it.
+        text = validate(request.query, mode, limit)
         vector, skipped = None, ""
         if mode != "keyword":
-            vectors, skipped, _ = await self.retriever.query_vectors([request.query.strip()])
+            vectors, skipped, _ = await self.retriever.query_vectors([text])
             vector = vectors[0] if vectors else None
+        # The client's deadline bounds the SQL too.
+        remaining = context.time_remaining() if context is not None else None
         result = await search_notes(
             self.retriever.db.pool,
             request.query,
-            mode,
+            mode,  # type: ignore[arg-type]
             filters,
-            request.limit or 20,
+            limit,
             vector,
-            skipped,  # type: ignore[arg-type]
+            skipped,
+            timeout_seconds=min(remaining, 10.0) if remaining else 10.0,
         )
         return pb.SearchResponse(
             hits=[

@@ -24,7 +24,7 @@ HNSW_EF_SEARCH = 100
 # Dimensions with a partial HNSW index (migration 0001); any other is searched exactly, which is fine at vault scale.
 INDEXED_DIMENSIONS = frozenset({384, 768, 1024, 1536})
 
-_PHRASE = re.compile(r'"([^"]+)"')
+_PHRASE = re.compile(r'(-?)"([^"]+)"')
 _EXCLUSION = re.compile(r"(?:^|\s)-(\w[\w'-]*)", re.UNICODE)
 
 
@@ -37,10 +37,12 @@ class LexicalQuery:
 
     @classmethod
     def parse(cls, query: str) -> LexicalQuery:
-        phrases = [f'"{phrase.strip()}"' for phrase in _PHRASE.findall(query) if phrase.strip()]
-        exclusions = [f"-{word}" for word in _EXCLUSION.findall(_PHRASE.sub(" ", query))]
-        scored = _EXCLUSION.sub(" ", query).replace('"', " ")
-        return cls(" ".join(scored.split()), " ".join(phrases + exclusions))
+        phrases = [(sign, text.strip()) for sign, text in _PHRASE.findall(query) if text.strip()]
+        rest = _PHRASE.sub(" ", query)
+        words = [f"-{word}" for word in _EXCLUSION.findall(rest)]
+        scored = [_EXCLUSION.sub(" ", rest).replace('"', " "), *(text for sign, text in phrases if not sign)]
+        constraints = [f'{sign}"{text}"' for sign, text in phrases] + words
+        return cls(" ".join(" ".join(scored).split()), " ".join(constraints))
 
 
 @dataclass(frozen=True)
