@@ -80,8 +80,9 @@ async def load(db: Database, chunks: int, seed: int = 11) -> list[str]:
                 tags=[f"area/{note % 30}"], content_hash=str(note), mtime=datetime.now(UTC), size=1,
                 status="indexed", chunks=rows,
             ))  # fmt: skip
-        await connection.execute(INDEX_SQL)
-        await connection.execute("VACUUM ANALYZE")
+        await connection.execute("SET maintenance_work_mem = '1GB'")
+        await connection.execute(INDEX_SQL, timeout=3600)
+        await connection.execute("VACUUM ANALYZE", timeout=3600)
     # Queries of three to five mid-frequency words, as people type them.
     return [" ".join(rng.sample(words[20:2000], rng.randint(3, 5))) for _ in range(60)]
 
