@@ -21,6 +21,8 @@ RRF_K = 60
 BM25_K1 = 1.2
 BM25_B = 0.75
 HNSW_EF_SEARCH = 100
+# Postings read per query lexeme, best first. Only lexemes in more chunks than this are cut, and their IDF is low.
+MAX_POSTINGS_PER_LEXEME = 2000
 # Dimensions with a partial HNSW index (migration 0001); any other is searched exactly, which is fine at vault scale.
 INDEXED_DIMENSIONS = frozenset({384, 768, 1024, 1536})
 
@@ -70,7 +72,7 @@ def _hybrid_sql(dimension: int | None, filters: Filters, constrained: bool) -> t
         if restrict
         else ""
     )
-    lexical_restrict = "AND p.chunk_id IN (SELECT id FROM allowed)" if restrict else ""
+    lexical_restrict = "AND chunk_id IN (SELECT id FROM allowed)" if restrict else ""
     vector_cte = "vector_ranked AS (SELECT NULL::bigint AS chunk_id, NULL::bigint AS rank WHERE false)"
     if dimension is not None:
         vector = f"c.embedding::vector({dimension})"
@@ -104,8 +106,13 @@ def _hybrid_sql(dimension: int | None, filters: Filters, constrained: bool) -> t
             SELECT p.chunk_id,
                    sum(t.idf * p.tf * {BM25_K1 + 1}
                        / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * p.length / corpus.avgdl))) AS score
-            FROM terms t JOIN chunk_postings p ON p.lexeme = t.lexeme CROSS JOIN corpus
-            WHERE true {lexical_restrict}
+            FROM terms t CROSS JOIN corpus
+            CROSS JOIN LATERAL (
+                SELECT chunk_id, tf, length FROM chunk_postings
+                WHERE lexeme = t.lexeme {lexical_restrict}
+                ORDER BY impact DESC
+                LIMIT {MAX_POSTINGS_PER_LEXEME}
+            ) p
             GROUP BY p.chunk_id
             ORDER BY score DESC, p.chunk_id
             LIMIT $3

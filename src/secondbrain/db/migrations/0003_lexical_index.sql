@@ -2,9 +2,11 @@
 --
 -- Why BM25 and not ts_rank_cd: measured on BEIR SciFact, OR over the lexemes ranked by BM25 scores nDCG@10 0.69
 -- against 0.33 for ts_rank_cd (see the retrieve issue). BM25 needs, per query lexeme, its document frequency, and per
--- chunk, the lexeme's term frequency and the chunk's length. Those live in chunk_postings (read through its primary
--- key, one range per query lexeme), lexeme_stats and corpus_stats, kept current by triggers in the same transaction
--- as the chunks, so every write path (sync, upsert, cascade deletes) keeps them exact.
+-- chunk, the lexeme's term frequency and the chunk's length. Those live in chunk_postings, lexeme_stats and
+-- corpus_stats, kept current by triggers in the same transaction as the chunks, so every write path (sync, upsert,
+-- cascade deletes) keeps them exact. A query reads each of its lexemes' postings best first, by an index that holds
+-- everything scoring needs (an index-only scan), and at most a few thousand of them per lexeme: a lexeme in
+-- thousands of chunks has a small IDF, so its long tail barely moves any chunk's score (measured in docs/benchmarks.md).
 --
 -- The text search configuration is a setting (search_config; 'english' by default, 'simple' for mixed-language
 -- vaults). Triggers compute every tsvector with it, and secondbrain_rebuild_lexical_index() recomputes them all
@@ -61,8 +63,12 @@ CREATE TABLE chunk_postings (
     tf       integer NOT NULL CHECK (tf > 0),
     -- The chunk's length, copied here so scoring a lexeme's postings reads this table alone.
     length   integer NOT NULL,
-    PRIMARY KEY (lexeme, chunk_id)
+    -- BM25's term-frequency part with a fixed typical length (100 lexemes) in place of the corpus average: it only
+    -- orders a lexeme's postings best first; scores use the exact formula.
+    impact   real GENERATED ALWAYS AS (tf::real / (tf + 1.2 * (0.25 + 0.75 * length / 100.0))) STORED
 );
+-- One row per (lexeme, chunk) by construction: the postings come from a tsvector, whose lexemes are distinct.
+CREATE INDEX chunk_postings_lexeme_idx ON chunk_postings (lexeme, impact DESC) INCLUDE (chunk_id, tf, length);
 CREATE INDEX chunk_postings_chunk_idx ON chunk_postings (chunk_id);
 
 CREATE TABLE lexeme_stats (
