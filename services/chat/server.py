@@ -2,18 +2,71 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+from collections.abc import Mapping
+
+from secondbrain.chat.app import Chat
+from secondbrain.chat.conversations import Conversations
+from secondbrain.chat.retrieve_client import DEFAULT_TIMEOUT_SECONDS, RetrieveClient
 from secondbrain.chat.servicer import SERVICE_NAME, ChatServicer
+from secondbrain.chat.settings import ChatSettings
+from secondbrain.chat.turn import Turns
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.config import Config
+from secondbrain.db import Database
+from secondbrain.llm import ProviderCatalog, RetryPolicy
 from secondbrain.service.runner import ServiceDeps, serve
 from secondbrain.service.server import RunningServer, ServiceBinding, build_server
 
 
-async def create_server(address: str, deps: ServiceDeps) -> RunningServer:
-    servicer = ChatServicer(deps)
-    return await build_server(
-        address, [ServiceBinding(SERVICE_NAME, servicer, pb_grpc.add_ChatServiceServicer_to_server)]
+def build_chat(
+    config: Config,
+    db: Database,
+    env: Mapping[str, str] | None = None,
+    *,
+    retrieve_address: str | None = None,
+    retrieve_timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    retry: RetryPolicy | None = None,
+) -> Chat:
+    """The chat as configured: the providers whose keys are in `env`, and the retrieve service at
+    SECONDBRAIN_HOST:SECONDBRAIN_RETRIEVE_PORT unless `retrieve_address` says otherwise."""
+    env = os.environ if env is None else env
+    settings = config.settings
+    catalog = ProviderCatalog.from_config(config, env, retry=retry)
+    chat_settings = ChatSettings(db, catalog, config.vault.chat, config.vault.retrieve)
+    retrieve = RetrieveClient(
+        retrieve_address or f"{settings.host}:{settings.retrieve_port}", timeout_seconds=retrieve_timeout_seconds
     )
+    return Chat(
+        settings=chat_settings,
+        conversations=Conversations(db, chat_settings),
+        turns=Turns(db, chat_settings, catalog, retrieve),
+        retrieve=retrieve,
+    )
+
+
+async def _close_when_stopped(chat: Chat) -> None:
+    """Runs for the server's life; cancelled when it stops, it closes the chat's channel to retrieve."""
+    try:
+        await asyncio.Event().wait()
+    finally:
+        with contextlib.suppress(Exception):
+            await chat.close()
+
+
+async def create_server(address: str, deps: ServiceDeps, chat: Chat | None = None) -> RunningServer:
+    """A chat server on `address`; `chat` defaults to `build_chat(deps.config, deps.db)` and is closed with the
+    server only when it was built here (a caller that passes one closes it)."""
+    owned = chat is None
+    chat = chat or build_chat(deps.config, deps.db)
+    running = await build_server(
+        address, [ServiceBinding(SERVICE_NAME, ChatServicer(chat), pb_grpc.add_ChatServiceServicer_to_server)]
+    )
+    if owned:
+        running.background.append(asyncio.create_task(_close_when_stopped(chat)))
+    return running
 
 
 async def main(config: Config, port: int | None = None) -> None:

@@ -1,65 +1,208 @@
-"""ChatService over gRPC: proto <-> domain only. Errors are mapped by secondbrain.service.error_mapping."""
+"""ChatService over gRPC: proto <-> domain only. Errors are mapped by secondbrain.service.error_mapping.
+
+A failure inside a turn, after its question was stored, arrives as the stream's last event (`error`), with the same
+status code name the error mapping would give it; a request refused before that (an empty question, an unknown
+conversation) ends the stream with that status instead, and stores nothing.
+"""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
+from datetime import datetime
 
 import grpc
+from google.protobuf import json_format
+from google.protobuf.timestamp_pb2 import Timestamp
 
+from secondbrain.chat import store
+from secondbrain.chat.app import Chat
+from secondbrain.chat.settings import SETTABLE, Options, Settings
+from secondbrain.chat.turn import Delta, Done, Error, Sources, TurnEvent
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
-from secondbrain.service.runner import ServiceDeps
-from secondbrain.service.unbuilt import not_built
+from secondbrain.errors import ResourceExhausted, Unavailable
+from secondbrain.service.error_mapping import status_for
+from secondbrain.v1 import retrieval_pb2 as common
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ChatService"].full_name
 
+ROLES = {"user": common.MESSAGE_ROLE_USER, "assistant": common.MESSAGE_ROLE_ASSISTANT}
+STATUSES = {"complete": pb.MESSAGE_STATUS_COMPLETE, "incomplete": pb.MESSAGE_STATUS_INCOMPLETE}
+RETRYABLE = (Unavailable, ResourceExhausted)
+
+
+def _timestamp(value: datetime) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromDatetime(value)
+    return stamp
+
+
+def settings_message(settings: Settings) -> pb.Settings:
+    return pb.Settings(
+        provider=settings.provider,
+        model=settings.model,
+        persona_id=settings.persona_id,
+        system_prompt=settings.system_prompt,
+        system_prompt_is_default=settings.system_prompt_is_default,
+        passages=settings.passages,
+        alternates=settings.alternates,
+        rerank=settings.rerank,
+        rerank_model=settings.rerank_model,
+    )
+
+
+def options_message(options: Options) -> pb.GetOptionsResponse:
+    return pb.GetOptionsResponse(
+        providers=[
+            pb.Provider(
+                id=provider.id,
+                display_name=provider.display_name,
+                available=provider.available,
+                unavailable_reason=provider.unavailable_reason,
+                models=[
+                    pb.Model(id=m.id, display_name=m.label, context_window=m.context_window) for m in provider.models
+                ],
+                default_model=provider.default_model,
+            )
+            for provider in options.providers
+        ],
+        personas=[pb.Persona(id=p.id, name=p.name, role=p.role, source=p.source) for p in options.personas],
+        defaults=settings_message(options.defaults),
+    )
+
+
+def sources_message(sources: dict | None) -> common.RetrievalResult | None:
+    """A stored sources record as the proto; its extra keys (the numbers cited) are not part of RetrievalResult."""
+    if sources is None:
+        return None
+    return json_format.ParseDict(sources, common.RetrievalResult(), ignore_unknown_fields=True)
+
+
+def message_message(row: store.MessageRow) -> pb.Message:
+    message = pb.Message(
+        id=str(row.id),
+        role=ROLES[row.role],
+        content=row.content,
+        sources=sources_message(row.sources),
+        provider=row.provider,
+        model=row.model,
+        status=STATUSES[row.status],
+        error=row.error,
+        create_time=_timestamp(row.created_at),
+    )
+    if row.input_tokens is not None or row.output_tokens is not None:
+        message.usage.CopyFrom(pb.Usage(input_tokens=row.input_tokens or 0, output_tokens=row.output_tokens or 0))
+    return message
+
+
+def conversation_message(row: store.ConversationRow, messages: list[store.MessageRow] | None = None) -> pb.Conversation:
+    return pb.Conversation(
+        id=str(row.id),
+        title=row.title,
+        persona_id=row.persona_id or "",
+        create_time=_timestamp(row.created_at),
+        update_time=_timestamp(row.updated_at),
+        message_count=row.message_count,
+        messages=[message_message(m) for m in messages or []],
+    )
+
+
+def turn_event(event: TurnEvent) -> pb.SendMessageResponse:
+    """One domain event of a turn as the stream's event, one to one (so a gateway maps each to one SSE event)."""
+    if isinstance(event, Sources):
+        return pb.SendMessageResponse(
+            sources=pb.SourcesEvent(user_message_id=str(event.user_message_id), retrieval=event.retrieval)
+        )
+    if isinstance(event, Delta):
+        return pb.SendMessageResponse(delta=pb.DeltaEvent(text=event.text))
+    if isinstance(event, Done):
+        return pb.SendMessageResponse(
+            done=pb.DoneEvent(
+                message_id=str(event.message_id),
+                usage=pb.Usage(input_tokens=event.usage.input_tokens, output_tokens=event.usage.output_tokens),
+                timings=[common.StageTiming(stage=stage, milliseconds=ms) for stage, ms in event.timings],
+                provider=event.provider,
+                model=event.model,
+            )
+        )
+    assert isinstance(event, Error)
+    return pb.SendMessageResponse(
+        error=pb.ErrorEvent(
+            code=status_for(event.error).name,
+            message=str(event.error),
+            retryable=isinstance(event.error, RETRYABLE),
+            message_id=str(event.message_id),
+        )
+    )
+
 
 class ChatServicer(pb_grpc.ChatServiceServicer):
-    def __init__(self, deps: ServiceDeps) -> None:
-        self.deps = deps
+    def __init__(self, chat: Chat) -> None:
+        self.chat = chat
 
     async def GetOptions(
         self, request: pb.GetOptionsRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetOptionsResponse:
-        raise not_built("ChatService.GetOptions")
+        return options_message(await self.chat.settings.options())
 
     async def GetSettings(
         self, request: pb.GetSettingsRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetSettingsResponse:
-        raise not_built("ChatService.GetSettings")
+        return pb.GetSettingsResponse(settings=settings_message(await self.chat.settings.get()))
 
     async def UpdateSettings(
         self, request: pb.UpdateSettingsRequest, context: grpc.aio.ServicerContext
     ) -> pb.UpdateSettingsResponse:
-        raise not_built("ChatService.UpdateSettings")
+        values = {name: getattr(request.settings, name) for name in SETTABLE}
+        settings = await self.chat.settings.update(
+            values, list(request.update_mask.paths), reset_system_prompt=request.reset_system_prompt
+        )
+        return pb.UpdateSettingsResponse(settings=settings_message(settings))
 
     async def ListConversations(
         self, request: pb.ListConversationsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListConversationsResponse:
-        raise not_built("ChatService.ListConversations")
+        page = await self.chat.conversations.list(request.page_size, request.page_token)
+        return pb.ListConversationsResponse(
+            conversations=[conversation_message(row) for row in page.conversations],
+            next_page_token=page.next_page_token,
+        )
 
     async def CreateConversation(
         self, request: pb.CreateConversationRequest, context: grpc.aio.ServicerContext
     ) -> pb.CreateConversationResponse:
-        raise not_built("ChatService.CreateConversation")
+        row = await self.chat.conversations.create(request.title, request.persona_id)
+        return pb.CreateConversationResponse(conversation=conversation_message(row))
 
     async def GetConversation(
         self, request: pb.GetConversationRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetConversationResponse:
-        raise not_built("ChatService.GetConversation")
+        found = await self.chat.conversations.get(request.id)
+        return pb.GetConversationResponse(conversation=conversation_message(found.row, found.messages))
 
     async def UpdateConversation(
         self, request: pb.UpdateConversationRequest, context: grpc.aio.ServicerContext
     ) -> pb.UpdateConversationResponse:
-        raise not_built("ChatService.UpdateConversation")
+        row = await self.chat.conversations.update(
+            request.id, request.title, request.persona_id, list(request.update_mask.paths)
+        )
+        return pb.UpdateConversationResponse(conversation=conversation_message(row))
 
     async def DeleteConversation(
         self, request: pb.DeleteConversationRequest, context: grpc.aio.ServicerContext
     ) -> pb.DeleteConversationResponse:
-        raise not_built("ChatService.DeleteConversation")
+        await self.chat.conversations.delete(request.id)
+        return pb.DeleteConversationResponse()
 
     async def SendMessage(
         self, request: pb.SendMessageRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.SendMessageResponse]:
-        raise not_built("ChatService.SendMessage")
-        yield  # unreachable: makes this an async generator, the shape of a streaming handler
+        turn = self.chat.turns.send(
+            request.conversation_id, request.content, list(request.filters.folders), list(request.filters.tags)
+        )
+        # aclosing: however this stream ends (a client cancel included), the turn is closed now, so it stops its
+        # provider stream and stores the partial answer at once.
+        async with contextlib.aclosing(turn) as events:
+            async for event in events:
+                yield turn_event(event)
