@@ -1,4 +1,4 @@
-"""Each service through a real gRPC channel: health per service, reflection, and honest UNIMPLEMENTED."""
+"""Each service through a real gRPC channel: health per service, reflection, graceful stop."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-from secondbrain.chat.v1 import chat_service_pb2, chat_service_pb2_grpc
 from secondbrain.db import Database
 from secondbrain.service.runner import ServiceDeps
 from secondbrain.service.server import RunningServer
@@ -73,17 +72,6 @@ async def test_reflection_describes_the_service(served: Served) -> None:
     assert SERVICES[served.service] in names
     assert "grpc.health.v1.Health" in names
     assert package == SERVICES[served.service].rsplit(".", 1)[0]
-
-
-async def test_rpc_not_built_yet_says_so(served: Served) -> None:
-    if served.service != "chat":
-        pytest.skip(f"every {served.service} RPC is built")
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        await chat_service_pb2_grpc.ChatServiceStub(served.channel).GetOptions(
-            chat_service_pb2.GetOptionsRequest(), timeout=5
-        )
-    assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert "not built yet" in raised.value.details()
 
 
 async def test_stop_reports_not_serving_before_closing(config, db: Database) -> None:

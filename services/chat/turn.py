@@ -1,0 +1,245 @@
+"""One turn of a conversation: the question in, a cited answer streamed out, both stored.
+
+`Turns.send` is an async generator of domain events: `Sources` (what the answer will read), `Delta`s (the answer as
+it arrives), then `Done`, or `Error` in place of whatever could not happen. Nothing here knows gRPC; the servicer
+maps the events to the stream, one to one.
+
+What is stored, and when:
+- The question is stored before anything can fail, with a placeholder for its answer (see `store.start_turn`), so
+  a question is never lost and concurrent turns keep each question next to its answer.
+- Every turn that got that far ends with its assistant message filled in: `complete` with the answer, its sources
+  (the whole retrieval result plus the numbers it cited), provider, model and usage; or `incomplete` with whatever
+  text arrived and the error. That includes a turn whose retrieval failed (no text, no sources, the error), so
+  reading the conversation later says why a question has no answer; `ErrorEvent.message_id` points at it.
+- A client that goes away mid-answer cancels the turn: the provider's stream is closed at once (so the upstream
+  request stops and stops costing), and the partial answer is stored, shielded from the cancellation.
+
+Validation (an empty or oversized question, an unknown conversation) raises before the first event, so the client
+gets a plain status and nothing is stored. Turns share nothing mutable: no lock is held across a turn, and many
+conversations stream at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf import json_format
+
+from secondbrain.chat import store
+from secondbrain.chat.citations import check_citations
+from secondbrain.chat.prompt import build_request
+from secondbrain.chat.retrieve_client import RetrieveClient, RetrieveOptions
+from secondbrain.chat.settings import ChatSettings
+from secondbrain.db import Database
+from secondbrain.errors import InvalidInput, NotFound, SecondbrainError
+from secondbrain.llm import ChatMessage, ProviderCatalog, TextDelta, Usage
+from secondbrain.v1 import retrieval_pb2 as common
+
+log = logging.getLogger(__name__)
+
+# The same bound the retrieve service puts on a query: a question longer than this is a paste, not a question.
+MAX_QUESTION_CHARS = 8_000
+# Earlier messages read from the database per turn; the token budget then keeps the most recent that fit.
+HISTORY_MESSAGES = 200
+# Retrieve condenses against the last few turns only (and caps what it accepts), so it is sent only those, each cut.
+RETRIEVE_HISTORY_MESSAGES = 12
+RETRIEVE_HISTORY_CHARS = 2_000
+MAX_TITLE_CHARS = 60
+
+PLACEHOLDER_ERROR = "no answer yet: it is still being written, or the chat service stopped before it finished"
+CANCELLED_ERROR = "the answer stopped part way because the client cancelled the request"
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Always the first event: what the answer will read."""
+
+    user_message_id: int
+    retrieval: common.RetrievalResult
+
+
+@dataclass(frozen=True)
+class Delta:
+    text: str
+
+
+@dataclass(frozen=True)
+class Done:
+    """The last event of a turn that finished. Timings in ms: retrieval, first_token (from the request), total."""
+
+    message_id: int
+    usage: Usage
+    timings: list[tuple[str, float]]
+    provider: str
+    model: str
+    cited: list[int]
+
+
+@dataclass(frozen=True)
+class Error:
+    """The last event of a turn that failed after its question was stored."""
+
+    error: SecondbrainError
+    message_id: int
+
+
+TurnEvent = Sources | Delta | Done | Error
+
+
+def title_from(question: str) -> str:
+    """A conversation's title from its first question: its first line, whitespace collapsed, cut at a word."""
+    line = " ".join(question.strip().splitlines()[0].split()) if question.strip() else ""
+    if len(line) <= MAX_TITLE_CHARS:
+        return line
+    cut = line[: MAX_TITLE_CHARS - 1].rsplit(" ", 1)[0] or line[: MAX_TITLE_CHARS - 1]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def validate_question(content: str) -> str:
+    text = content.strip()
+    if not text:
+        raise InvalidInput("the message is empty: type a question about your notes")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise InvalidInput(f"the message is {len(text)} characters long; keep it under {MAX_QUESTION_CHARS}")
+    return text
+
+
+def parse_conversation_id(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise InvalidInput(f"{value!r} is not a conversation id (a UUID, as CreateConversation returns)") from None
+
+
+def sources_record(retrieval: common.RetrievalResult, cited: Sequence[int]) -> dict[str, Any]:
+    """What the message's `sources` column holds: the retrieval result as proto JSON, plus the numbers cited."""
+    record = json_format.MessageToDict(retrieval, preserving_proto_field_name=True)
+    record["cited"] = list(cited)
+    return record
+
+
+@dataclass
+class _Answer:
+    """What a turn has produced so far, stored however it ends."""
+
+    retrieval: common.RetrievalResult | None = None
+    parts: list[str] = field(default_factory=list)
+    provider: str = ""
+    model: str = ""
+    usage: Usage | None = None
+
+
+class Turns:
+    def __init__(
+        self, db: Database, settings: ChatSettings, catalog: ProviderCatalog, retrieve: RetrieveClient
+    ) -> None:
+        self.db = db
+        self.settings = settings
+        self.catalog = catalog
+        self.retrieve = retrieve
+
+    async def send(
+        self, conversation_id: str, content: str, folders: Sequence[str] = (), tags: Sequence[str] = ()
+    ) -> AsyncIterator[TurnEvent]:
+        started = time.perf_counter()
+        question = validate_question(content)
+        conversation = parse_conversation_id(conversation_id)
+        settings = await self.settings.get()
+        async with self.db.pool.acquire(timeout=store.STATEMENT_TIMEOUT) as connection:
+            history = await store.recent_history(connection, conversation, HISTORY_MESSAGES)
+            ids = await store.start_turn(connection, conversation, question, title_from(question), PLACEHOLDER_ERROR)
+            if ids is None:
+                raise NotFound(f"there is no conversation {conversation_id}; create one first")
+            persona = await store.conversation_persona(connection, conversation)
+        user_id, message_id = ids
+        earlier = [ChatMessage(row.role, row.content) for row in history]  # type: ignore[arg-type]
+        answer = _Answer(provider=settings.provider, model=settings.model)
+
+        try:
+            retrieval_started = time.perf_counter()
+            answer.retrieval = await self.retrieve.retrieve(
+                question,
+                [ChatMessage(m.role, m.content[:RETRIEVE_HISTORY_CHARS]) for m in earlier[-RETRIEVE_HISTORY_MESSAGES:]],
+                folders,
+                tags,
+                RetrieveOptions(settings.passages, settings.alternates, settings.rerank, settings.rerank_model),
+            )
+            retrieval_ms = (time.perf_counter() - retrieval_started) * 1000
+            yield Sources(user_id, answer.retrieval)
+
+            preset = self.settings.model(settings.provider, settings.model)
+            request, _ = build_request(
+                model=settings.model,
+                context_window=preset.context_window if preset is not None else 0,
+                base_prompt=settings.system_prompt,
+                persona_definition=persona.definition if persona is not None else "",
+                passages=answer.retrieval.passages,
+                history=earlier,
+                question=question,
+            )
+            provider = self.catalog.provider(settings.provider)
+            first_token_ms: float | None = None
+            # aclosing: when this generator is closed or cancelled mid-answer, the provider's stream (and its HTTP
+            # request) is closed right away, not whenever it is garbage-collected.
+            async with contextlib.aclosing(provider.stream(request)) as events:
+                async for event in events:
+                    if isinstance(event, TextDelta):
+                        if first_token_ms is None:
+                            first_token_ms = (time.perf_counter() - started) * 1000
+                        answer.parts.append(event.text)
+                        yield Delta(event.text)
+                    elif isinstance(event, Usage):
+                        answer.usage = event
+        except SecondbrainError as error:
+            log.info("turn failed", extra={"conversation": conversation_id, "error": str(error)})
+            await self._finish(message_id, answer, error=str(error))
+            yield Error(error, message_id)
+            return
+        except (asyncio.CancelledError, GeneratorExit):
+            # Shielded: the cancellation that stopped the answer must not also stop it being stored.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._finish(message_id, answer, error=CANCELLED_ERROR))
+            raise
+        except Exception:
+            # A bug or a lost database: record what arrived if possible, then let the error mapping report it.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._finish(message_id, answer, error="the chat service failed part way"))
+            raise
+
+        cited = await self._finish(message_id, answer, error="")
+        usage = answer.usage or Usage(0, 0, "", answer.model)
+        total_ms = (time.perf_counter() - started) * 1000
+        timings = [("retrieval", retrieval_ms), ("first_token", first_token_ms or total_ms), ("total", total_ms)]
+        yield Done(message_id, usage, timings, answer.provider, usage.model or answer.model, cited)
+
+    async def _finish(self, message_id: int, answer: _Answer, *, error: str) -> list[int]:
+        """Fill in the turn's assistant message; returns the passage numbers the stored answer cites."""
+        valid = [p.number for p in answer.retrieval.passages] if answer.retrieval is not None else []
+        checked = check_citations("".join(answer.parts), valid)
+        if checked.removed:
+            log.info("citations to missing passages stripped", extra={"numbers": checked.removed, "valid": valid})
+        usage = answer.usage
+        # No retrieval, no call to a model: the message names no provider or model that did not write it.
+        asked = answer.retrieval is not None
+        model = (usage.model if usage is not None and usage.model else answer.model) if asked else ""
+        async with self.db.pool.acquire(timeout=store.STATEMENT_TIMEOUT) as connection:
+            await store.finish_turn(
+                connection,
+                message_id,
+                content=checked.text,
+                sources=sources_record(answer.retrieval, checked.cited) if answer.retrieval is not None else None,
+                provider=answer.provider if asked else "",
+                model=model,
+                input_tokens=usage.input_tokens if usage is not None else None,
+                output_tokens=usage.output_tokens if usage is not None else None,
+                status="complete" if not error else "incomplete",
+                error=error,
+            )
+        return checked.cited

@@ -1,0 +1,283 @@
+"""SendMessage through gRPC with the retrieve service running and local LLM servers: the stream, what is stored,
+and every way a turn can fail."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+
+import grpc
+import pytest
+
+from secondbrain.chat.v1 import chat_service_pb2 as pb
+from secondbrain.llm.tokens import count_tokens
+from secondbrain.v1 import retrieval_pb2 as common
+from tests.chat.conftest import ChatStack, eventually, kinds, text_of
+from tests.wire import Reply
+
+QUESTION = "How often do I water the tomatoes?"
+
+
+async def test_a_turn_streams_sources_then_deltas_then_done_and_stores_both_messages(stack: ChatStack) -> None:
+    stack.llm.script.push(Reply(deltas=["Every morning ", "before nine [1]", "."], usage=(321, 9)))
+    conversation_id, events = await stack.ask(QUESTION)
+
+    assert kinds(events) == ["sources", "delta", "delta", "delta", "done"]
+    sources, done = events[0].sources, events[-1].done
+    passages = sources.retrieval.passages
+    assert passages[0].note_path == "Projects/Garden.md" and passages[0].number == 1
+    assert sources.retrieval.plan.vector_arm_ran and sources.retrieval.timings
+    assert text_of(events) == "Every morning before nine [1]."
+    assert (done.usage.input_tokens, done.usage.output_tokens) == (321, 9)
+    assert (done.provider, done.model) == ("openai", "gpt-5.4-mini")
+    assert [t.stage for t in done.timings] == ["retrieval", "first_token", "total"]
+    timing = {t.stage: t.milliseconds for t in done.timings}
+    assert 0 < timing["retrieval"] <= timing["first_token"] <= timing["total"]
+
+    conversation = await stack.get(conversation_id)
+    assert conversation.title == QUESTION, "a new conversation is named by its first question"
+    assert conversation.message_count == 2
+    user, answer = conversation.messages
+    assert (user.role, user.content, user.id) == (common.MESSAGE_ROLE_USER, QUESTION, sources.user_message_id)
+    assert not user.HasField("sources") and not user.HasField("usage")
+    assert answer.role == common.MESSAGE_ROLE_ASSISTANT and answer.id == done.message_id
+    assert answer.content == "Every morning before nine [1]."
+    assert answer.status == pb.MESSAGE_STATUS_COMPLETE and answer.error == ""
+    assert (answer.provider, answer.model) == ("openai", "gpt-5.4-mini")
+    assert (answer.usage.input_tokens, answer.usage.output_tokens) == (321, 9)
+    assert answer.sources == sources.retrieval, "the stored sources are the whole retrieval result that was sent"
+
+    # What the model was sent: the base prompt, the numbered passages, then the question.
+    request = stack.answer_requests()[-1].json
+    system = request["messages"][0]
+    assert system["role"] == "system"
+    assert "Cite only numbers that appear in the passages" in system["content"]
+    assert "[1] Garden > Watering (Projects/Garden.md, lines 5-9)" in system["content"]
+    assert "Water the tomatoes every morning" in system["content"]
+    assert request["messages"][-1] == {"role": "user", "content": QUESTION}
+    assert request["model"] == "gpt-5.4-mini" and request["stream"] is True
+
+
+async def test_a_follow_up_carries_the_earlier_turn(stack: ChatStack) -> None:
+    stack.llm.script.push(Reply(deltas=["Every morning [1]."]), Reply(deltas=["Less than the tomatoes [1]."]))
+    conversation_id, _ = await stack.ask(QUESTION)
+    events = await stack.send(conversation_id, "And the basil?")
+    assert kinds(events)[-1] == "done"
+    messages = stack.answer_requests()[-1].json["messages"][1:]
+    assert messages == [
+        {"role": "user", "content": QUESTION},
+        {"role": "assistant", "content": "Every morning [1]."},
+        {"role": "user", "content": "And the basil?"},
+    ]
+    conversation = await stack.get(conversation_id)
+    assert conversation.title == QUESTION, "the title comes from the first question only"
+    assert [m.content for m in conversation.messages] == [
+        QUESTION, "Every morning [1].", "And the basil?", "Less than the tomatoes [1].",
+    ]  # fmt: skip
+
+
+async def test_retrieve_is_given_the_earlier_turns_to_condense_a_follow_up(stack: ChatStack) -> None:
+    await stack.configure(retrieve={"condense": True})
+    stack.llm.script.push(Reply(deltas=["Every morning [1]."]))
+    conversation_id, _ = await stack.ask(QUESTION)
+    # Retrieve's condensing LLM is the embedding server here: it rewrites the follow-up using the conversation.
+    stack.embedder.script.push(Reply(deltas=['{"query": "how much water does the basil need", "alternates": []}']))
+    events = await stack.send(conversation_id, "And the basil?")
+    condense = [r for r in stack.embedder.requests if r.path.endswith("/chat/completions")][-1].json
+    prompt = " ".join(str(m["content"]) for m in condense["messages"])
+    assert QUESTION in prompt and "Every morning [1]." in prompt and "And the basil?" in prompt
+    queries = events[0].sources.retrieval.plan.queries
+    assert [(q.text, q.kind) for q in queries] == [("how much water does the basil need", common.QUERY_KIND_CONDENSED)]
+
+
+async def test_retrieve_down_gives_an_error_event_and_keeps_the_question(stack: ChatStack) -> None:
+    conversation_id = (await stack.conversation()).id
+    await stack.stop_retrieve()
+    events = await stack.send(conversation_id, QUESTION)
+
+    assert kinds(events) == ["error"]
+    error = events[0].error
+    assert error.code == "UNAVAILABLE" and error.retryable
+    assert stack.retrieve_address in error.message and "secondbrain serve retrieve" in error.message
+    assert not stack.answer_requests(), "no model is asked without passages"
+    user, answer = (await stack.get(conversation_id)).messages
+    assert user.content == QUESTION
+    # The turn's assistant message records why the question has no answer.
+    assert answer.id == error.message_id and answer.status == pb.MESSAGE_STATUS_INCOMPLETE
+    assert answer.content == "" and answer.error == error.message and not answer.HasField("sources")
+
+
+async def test_retrieve_too_slow_times_out_with_an_error_event(stack: ChatStack) -> None:
+    await stack.start_chat(retrieve_timeout_seconds=0.5)
+    stack.embedder.script.push(Reply(delay=3.0))  # the question's embedding hangs
+    conversation_id, events = await stack.ask(QUESTION)
+    assert kinds(events) == ["error"]
+    assert events[0].error.code == "UNAVAILABLE" and "did not answer within 0.5 s" in events[0].error.message
+    assert [m.content for m in (await stack.get(conversation_id)).messages] == [QUESTION, ""]
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "retryable", "says"),
+    [(401, "FAILED_PRECONDITION", False, "OPENAI_API_KEY"), (500, "UNAVAILABLE", True, "try again later")],
+)
+async def test_provider_refusing_before_the_stream_gives_an_error_event(
+    stack: ChatStack, status: int, code: str, retryable: bool, says: str
+) -> None:
+    stack.llm.script.default = Reply(status=status)
+    conversation_id, events = await stack.ask(QUESTION)
+
+    assert kinds(events) == ["sources", "error"]
+    error = events[-1].error
+    assert (error.code, error.retryable) == (code, retryable)
+    assert says in error.message
+    # 401 is not retried; 500 is, within the (test's short) retry policy.
+    assert len(stack.answer_requests()) == (1 if status == 401 else 2)
+    _, answer = (await stack.get(conversation_id)).messages
+    assert answer.id == error.message_id
+    assert (answer.status, answer.content, answer.error) == (pb.MESSAGE_STATUS_INCOMPLETE, "", error.message)
+    assert answer.sources == events[0].sources.retrieval, "the sources it would have read are kept"
+
+
+async def test_a_stream_failing_part_way_stores_the_partial_answer_as_incomplete(stack: ChatStack) -> None:
+    stack.llm.script.push(Reply(deltas=["Every morning ", "before nine [1]. ", "Also the"], fail_after=2))
+    conversation_id, events = await stack.ask(QUESTION)
+
+    assert kinds(events) == ["sources", "delta", "delta", "error"]
+    error = events[-1].error
+    assert error.code == "UNAVAILABLE" and "stopped part way" in error.message
+    _, answer = (await stack.get(conversation_id)).messages
+    assert answer.id == error.message_id
+    assert answer.status == pb.MESSAGE_STATUS_INCOMPLETE
+    assert answer.content == "Every morning before nine [1]. "
+    assert "stopped part way" in answer.error
+
+
+async def test_a_client_cancel_stops_the_upstream_request_and_stores_the_partial_answer(stack: ChatStack) -> None:
+    stack.llm.script.push(Reply(deltas=[f"word{i} " for i in range(40)], delay=0.1))
+    conversation_id = (await stack.conversation()).id
+    call = stack.stub.SendMessage(pb.SendMessageRequest(conversation_id=conversation_id, content=QUESTION))
+    received = []
+    async for event in call:
+        received.append(event)
+        if len(received) == 3:  # sources and two deltas
+            break
+    call.cancel()
+
+    async def disconnected() -> bool:
+        return stack.llm.disconnects == 1
+
+    await eventually(disconnected)
+
+    async def stored() -> pb.Message | None:
+        answer = (await stack.get(conversation_id)).messages[1]
+        return answer if "cancelled" in answer.error else None  # until then, the placeholder's "no answer yet"
+
+    answer = await eventually(stored)
+    assert answer.status == pb.MESSAGE_STATUS_INCOMPLETE
+    assert answer.content.startswith("word0 word1 ")
+    assert len(answer.content.split()) < 40, "the answer stopped when the client left"
+    assert "cancelled" in answer.error
+
+
+async def test_the_persona_definition_reaches_the_model(stack: ChatStack) -> None:
+    await stack.stub.UpdateSettings(
+        pb.UpdateSettingsRequest(settings=pb.Settings(provider="anthropic"), update_mask={"paths": ["provider"]}),
+        timeout=10,
+    )
+    conversation = await stack.conversation(persona_id="gardener")
+    assert conversation.persona_id == "gardener"
+    stack.claude.script.push(Reply(deltas=["Mornings, lad [1]."]))
+    events = await stack.send(conversation.id, QUESTION)
+
+    assert kinds(events)[-1] == "done" and events[-1].done.provider == "anthropic"
+    body = stack.answer_requests(stack.claude)[-1].json
+    assert "Speak as a head gardener with forty years" in body["system"]
+    assert "Cite only numbers that appear in the passages" in body["system"]
+    assert body["model"] == "claude-sonnet-5-5"
+    # Without a persona, there is no definition.
+    plain = await stack.conversation()
+    await stack.send(plain.id, QUESTION)
+    assert "head gardener" not in stack.answer_requests(stack.claude)[-1].json["system"]
+
+
+async def test_history_is_trimmed_to_the_models_budget(stack: ChatStack) -> None:
+    window = 1200
+    await stack.configure(
+        chat={"default_model": "tiny", "providers": {"openai": {"models": [{"id": "tiny", "context_window": window}]}}},
+        retrieve={"token_budget": 150, "passages": 2},
+    )
+    long_answer = ["lorem ipsum dolor sit amet " * 30]  # about 150 tokens
+    conversation_id = (await stack.conversation()).id
+    questions = [f"Question {i}: how often do I water the tomatoes?" for i in range(6)]
+    for question in questions:
+        stack.llm.script.push(Reply(deltas=long_answer))
+        assert kinds(await stack.send(conversation_id, question))[-1] == "done"
+
+    body = stack.answer_requests()[-1].json
+    messages = body["messages"]
+    assert messages[-1]["content"] == questions[-1]
+    history = messages[1:-1]
+    assert 0 < len(history) < 2 * (len(questions) - 1), "older turns were left out"
+    assert questions[0] not in [m["content"] for m in history], "the oldest turn goes first"
+    assert history[-1]["role"] == "assistant" and history[0]["role"] == "user"
+    used = sum(count_tokens(m["content"]) + 4 for m in messages)
+    assert used + body["max_completion_tokens"] <= window
+    assert body["max_completion_tokens"] == window // 4
+
+
+async def test_stored_citations_point_only_at_passages_that_exist(stack: ChatStack) -> None:
+    stack.llm.script.push(Reply(deltas=["Every morning [1]. ", "The moon says [9], and [1, 7] agrees."]))
+    conversation_id, events = await stack.ask(QUESTION)
+    numbers = {p.number for p in events[0].sources.retrieval.passages}
+    assert 9 not in numbers and 7 not in numbers
+
+    _, answer = (await stack.get(conversation_id)).messages
+    assert answer.content == "Every morning [1]. The moon says, and [1] agrees."
+    cited = {int(n) for group in re.findall(r"\[([\d, ]+)\]", answer.content) for n in group.split(",")}
+    assert cited <= {p.number for p in answer.sources.passages}
+    async with stack.db.pool.acquire() as connection:
+        recorded = await connection.fetchval("SELECT sources->'cited' FROM chat_messages WHERE id = $1", int(answer.id))
+    assert recorded == "[1]"
+
+
+async def test_with_no_keys_the_extractive_provider_answers_with_citations(stack: ChatStack) -> None:
+    await stack.start_chat(env={})
+    options = await stack.stub.GetOptions(pb.GetOptionsRequest(), timeout=10)
+    assert [p.id for p in options.providers if p.available] == ["extractive"]
+    assert options.defaults.provider == "extractive"
+
+    conversation_id, events = await stack.ask(QUESTION)
+    assert kinds(events)[0] == "sources" and kinds(events)[-1] == "done"
+    answer = text_of(events)
+    assert "quoting" in answer and "Water the tomatoes every morning before nine. [1]" in answer
+    assert events[-1].done.provider == "extractive"
+    stored = (await stack.get(conversation_id)).messages[1]
+    assert stored.content == answer and stored.status == pb.MESSAGE_STATUS_COMPLETE
+
+
+async def test_many_conversations_stream_at_once(stack: ChatStack) -> None:
+    delay, deltas = 0.2, 5
+    stack.llm.script.default = Reply(deltas=["word "] * deltas, delay=delay)
+    conversations = [(await stack.conversation()).id for _ in range(6)]
+    started = time.perf_counter()
+    results = await asyncio.gather(*(stack.send(c, QUESTION) for c in conversations))
+    elapsed = time.perf_counter() - started
+    assert all(kinds(events)[-1] == "done" for events in results)
+    one = delay * deltas
+    assert elapsed < 2 * one, f"six streams of {one:.1f} s took {elapsed:.2f} s: something serialises them"
+
+
+async def test_a_bad_request_is_refused_with_a_status_and_stores_nothing(stack: ChatStack) -> None:
+    conversation_id = (await stack.conversation()).id
+    cases = [
+        (conversation_id, "   ", grpc.StatusCode.INVALID_ARGUMENT, "empty"),
+        (conversation_id, "x" * 8001, grpc.StatusCode.INVALID_ARGUMENT, "8000"),
+        ("7f1c1a52-5d0c-4a6e-9b8c-3f1f2a9e1d00", QUESTION, grpc.StatusCode.NOT_FOUND, "no conversation"),
+        ("not-an-id", QUESTION, grpc.StatusCode.INVALID_ARGUMENT, "not a conversation id"),
+    ]
+    for target, content, code, says in cases:
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await stack.send(target, content)
+        assert raised.value.code() == code and says in raised.value.details()
+    assert (await stack.get(conversation_id)).message_count == 0
