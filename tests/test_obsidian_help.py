@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -95,3 +96,21 @@ async def test_obsidian_help_end_to_end_with_the_local_embedder(config, db: Data
     result = json.loads(stdout)
     assert note in result["notes"][:3]
     assert result["passages"][0]["number"] == 1 and result["passages"][0]["text"]
+
+    # With no API key set, `secondbrain ask` answers through the extractive provider, with citations.
+    for variable in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "TOGETHER_API_KEY", "OPENROUTER_API_KEY", "OLLAMA_URL"):
+        env.pop(variable, None)
+    env["SECONDBRAIN_CHAT_PORT"] = "9"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "secondbrain", "ask", question, "--json", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 300)
+    assert process.returncode == 0, stderr.decode()
+    events = [json.loads(line) for line in stdout.decode().splitlines()]
+    assert [next(iter(e)) for e in (events[0], events[-1])] == ["sources", "done"]
+    assert events[-1]["done"]["provider"] == "extractive"
+    numbers = {p["number"] for p in events[0]["sources"]["retrieval"]["passages"]}
+    answer = "".join(e["delta"]["text"] for e in events if "delta" in e)
+    cited = {int(n) for n in re.findall(r"\[(\d+)\]", answer)}
+    assert cited and cited <= numbers, answer

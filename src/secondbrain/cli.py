@@ -220,6 +220,25 @@ def retrieve(
 
 
 @app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="A question about your notes.")],
+    conversation: Annotated[
+        str | None, typer.Option(help="Continue this conversation (its id); default a new one.", show_default=False)
+    ] = None,
+    address: Annotated[str | None, typer.Option(help="host:port of a chat service to use.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print each event (sources, delta, done) as JSON.")] = False,
+) -> None:
+    """Ask a question: the answer streams in as it is written, citing passages [n] listed under it.
+
+    Uses the configured chat provider (see `secondbrain --help`); with no API key set, the extractive provider
+    quotes the best-matching sentences of your notes instead.
+    """
+    from secondbrain.chat.commands import run_ask
+
+    raise typer.Exit(_run(run_ask(_config(), question, conversation=conversation, address=address, as_json=as_json)))
+
+
+@app.command()
 def migrate() -> None:
     """Apply pending database migrations and print what was applied.
 

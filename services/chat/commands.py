@@ -1,0 +1,114 @@
+"""`secondbrain ask`: one question, answered in the terminal as it streams, with its sources listed under it.
+
+It uses a running chat service when one answers. Otherwise it answers in this process, reaching retrieval the way the
+chat service always does, over gRPC: through the running retrieve service, or one started here on a free port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+from google.protobuf.json_format import MessageToDict
+from rich.console import Console
+from rich.markup import escape
+
+from secondbrain.chat.v1 import chat_service_pb2 as pb
+from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
+from secondbrain.config import Config
+from secondbrain.db import Database
+from secondbrain.errors import InvalidInput, Unavailable
+from secondbrain.service.access import InProcess
+from secondbrain.service.health_client import check_health
+
+CHAT = "secondbrain.chat.v1.ChatService"
+RETRIEVE = "secondbrain.retrieve.v1.RetrieveService"
+_CITATION = re.compile(r"\[(\d+)\]")
+
+
+@contextlib.asynccontextmanager
+async def chat_service(config: Config, address: str | None, console: Console) -> AsyncIterator[Any]:
+    settings = config.settings
+    target = address or f"{settings.host}:{settings.chat_port}"
+    if await check_health(target, CHAT, rpc_timeout=1.0) == "SERVING":
+        async with grpc.aio.insecure_channel(target) as channel:
+            yield pb_grpc.ChatServiceStub(channel)
+        return
+    if address:
+        raise InvalidInput(f"no chat service answers at {address}")
+    from secondbrain.chat.server import build_chat
+    from secondbrain.chat.servicer import ChatServicer
+    from secondbrain.retrieve.server import create_server as create_retrieve_server
+    from secondbrain.service.runner import ServiceDeps
+
+    console.print(f"[dim]No chat service at {target}; answering in this process.[/dim]")
+    db = await Database.open(settings)
+    retrieve = None
+    try:
+        retrieve_target = f"{settings.host}:{settings.retrieve_port}"
+        if await check_health(retrieve_target, RETRIEVE, rpc_timeout=1.0) != "SERVING":
+            retrieve = await create_retrieve_server("127.0.0.1:0", ServiceDeps(config, db))
+            await retrieve.start()
+            retrieve_target = f"127.0.0.1:{retrieve.port}"
+        chat = build_chat(config, db, retrieve_address=retrieve_target)
+        try:
+            yield InProcess(ChatServicer(chat))
+        finally:
+            await chat.close()
+    finally:
+        if retrieve is not None:
+            await retrieve.stop(grace=1)
+        await db.close()
+
+
+async def run_ask(
+    config: Config, question: str, *, conversation: str | None, address: str | None, as_json: bool
+) -> int:
+    err = Console(stderr=True)
+    out = Console(highlight=False)
+    async with chat_service(config, address, err) as chat:
+        if conversation is None:
+            created = await chat.CreateConversation(pb.CreateConversationRequest(), timeout=30)
+            conversation = created.conversation.id
+        request = pb.SendMessageRequest(conversation_id=conversation, content=question)
+        passages: list = []
+        answer: list[str] = []
+        failed = False
+        async for event in chat.SendMessage(request, timeout=600):
+            kind = event.WhichOneof("event")
+            if as_json:
+                print(json.dumps(MessageToDict(event, preserving_proto_field_name=True)), flush=True)
+            if kind == "sources":
+                passages = list(event.sources.retrieval.passages)
+            elif kind == "delta":
+                answer.append(event.delta.text)
+                if not as_json:
+                    sys.stdout.write(event.delta.text)
+                    sys.stdout.flush()
+            elif kind == "done" and not as_json:
+                done = event.done
+                out.print(f"\n\n[dim]{done.provider}:{done.model} · {done.usage.input_tokens} in, "
+                          f"{done.usage.output_tokens} out[/dim]")  # fmt: skip
+            elif kind == "error":
+                failed = True
+                if not as_json:
+                    err.print(f"\n[red]The answer failed:[/red] {escape(event.error.message)}")
+    if as_json:
+        return 1 if failed else 0
+    cited = {int(n) for n in _CITATION.findall("".join(answer))}
+    shown = [p for p in passages if p.number in cited] or passages
+    if shown:
+        out.print("[bold]Sources[/bold]")
+    for passage in shown:
+        where = " > ".join([passage.note_title, *passage.heading_path])
+        out.print(f"  [{passage.number}] {escape(where)}  [dim]{escape(passage.note_path)}:"
+                  f"{passage.start_line}-{passage.end_line}[/dim]")  # fmt: skip
+    err.print(f"[dim]Conversation {conversation}: continue it with --conversation {conversation}[/dim]")
+    if failed:
+        raise Unavailable("see the message above")
+    return 0
