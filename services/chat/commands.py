@@ -23,7 +23,7 @@ from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.config import Config
 from secondbrain.db import Database
 from secondbrain.errors import InvalidInput, Unavailable
-from secondbrain.service.access import InProcess
+from secondbrain.service.access import InProcess, streaming
 from secondbrain.service.health_client import check_health
 
 CHAT = "secondbrain.chat.v1.ChatService"
@@ -79,25 +79,26 @@ async def run_ask(
         passages: list = []
         answer: list[str] = []
         failed = False
-        async for event in chat.SendMessage(request, timeout=600):
-            kind = event.WhichOneof("event")
-            if as_json:
-                print(json.dumps(MessageToDict(event, preserving_proto_field_name=True)), flush=True)
-            if kind == "sources":
-                passages = list(event.sources.retrieval.passages)
-            elif kind == "delta":
-                answer.append(event.delta.text)
-                if not as_json:
-                    sys.stdout.write(event.delta.text)
-                    sys.stdout.flush()
-            elif kind == "done" and not as_json:
-                done = event.done
-                out.print(f"\n\n[dim]{done.provider}:{done.model} · {done.usage.input_tokens} in, "
-                          f"{done.usage.output_tokens} out[/dim]")  # fmt: skip
-            elif kind == "error":
-                failed = True
-                if not as_json:
-                    err.print(f"\n[red]The answer failed:[/red] {escape(event.error.message)}")
+        async with streaming(chat.SendMessage(request, timeout=600)) as stream:
+            async for event in stream:
+                kind = event.WhichOneof("event")
+                if as_json:
+                    print(json.dumps(MessageToDict(event, preserving_proto_field_name=True)), flush=True)
+                if kind == "sources":
+                    passages = list(event.sources.retrieval.passages)
+                elif kind == "delta":
+                    answer.append(event.delta.text)
+                    if not as_json:
+                        sys.stdout.write(event.delta.text)
+                        sys.stdout.flush()
+                elif kind == "done" and not as_json:
+                    done = event.done
+                    out.print(f"\n\n[dim]{done.provider}:{done.model} · {done.usage.input_tokens} in, "
+                              f"{done.usage.output_tokens} out[/dim]")  # fmt: skip
+                elif kind == "error":
+                    failed = True
+                    if not as_json:
+                        err.print(f"\n[red]The answer failed:[/red] {escape(event.error.message)}")
     if as_json:
         return 1 if failed else 0
     cited = {int(n) for n in _CITATION.findall("".join(answer))}

@@ -22,7 +22,7 @@ from secondbrain.config import Config
 from secondbrain.db import Database
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
-from secondbrain.service.access import connect
+from secondbrain.service.access import connect, streaming
 
 STATE_NAMES = {value: pb.FileState.Name(value).removeprefix("FILE_STATE_").lower() for value in pb.FileState.values()}
 
@@ -118,9 +118,11 @@ async def run_ingest(
 
 
 async def _sync_once(ingest: Any, vault: Path, force: bool, console: Console, as_json: bool) -> int:
+    request = pb.SyncVaultRequest(vault_path=str(vault), force=force)
     with SyncView(console, as_json) as view:
-        async for event in ingest.SyncVault(pb.SyncVaultRequest(vault_path=str(vault), force=force)):
-            view.show(event)
+        async with streaming(ingest.SyncVault(request)) as events:
+            async for event in events:
+                view.show(event)
     view.print_summary()
     return view.summary.totals.failed if view.summary else 0
 

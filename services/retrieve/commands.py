@@ -16,7 +16,7 @@ from secondbrain.config import Config
 from secondbrain.db import Database
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
-from secondbrain.service.access import connect
+from secondbrain.service.access import connect, streaming
 from secondbrain.v1 import retrieval_pb2 as common
 
 SEARCH_MODES = {"hybrid": pb.SEARCH_MODE_HYBRID, "keyword": pb.SEARCH_MODE_KEYWORD, "semantic": pb.SEARCH_MODE_SEMANTIC}
@@ -76,8 +76,11 @@ async def run_retrieve(
     if rerank is not None:
         options.rerank = rerank
     request = pb.RetrieveRequest(query=question, filters=_filters(folders, tags), options=options)
-    async with retrieve_service(config, address, Console(stderr=True)) as retrieve:
-        events = [event async for event in retrieve.Retrieve(request, timeout=120)]
+    async with (
+        retrieve_service(config, address, Console(stderr=True)) as retrieve,
+        streaming(retrieve.Retrieve(request, timeout=120)) as stream,
+    ):
+        events = [event async for event in stream]
     plan = next(e.plan for e in events if e.WhichOneof("event") == "plan")
     found = [e.passage for e in events if e.WhichOneof("event") == "passage"]
     done = next(e.done for e in events if e.WhichOneof("event") == "done")

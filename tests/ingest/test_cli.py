@@ -113,4 +113,4 @@ async def test_watch_keeps_the_index_in_step(vault: Vault, cli_env: dict[str, st
         assert totals.get("added") == 1
     finally:
         process.send_signal(signal.SIGINT)
-        await asyncio.wait_for(process.wait(), 30)
+        assert await asyncio.wait_for(process.wait(), 30) == 0, "Ctrl-C ends the watch cleanly"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
@@ -17,6 +18,7 @@ from secondbrain.errors import FailedPrecondition, Unavailable
 log = logging.getLogger(__name__)
 
 MIN_PGVECTOR = (0, 8)
+CLOSE_TIMEOUT_SECONDS = 5.0
 
 
 def redact(dsn: str) -> str:
@@ -98,4 +100,9 @@ class Database:
         return cls(pool=pool, dsn=dsn, embedded=embedded)
 
     async def close(self) -> None:
-        await self.pool.close()
+        """Close the pool; connections still held after a few seconds (a task cancelled mid-query) are cut."""
+        try:
+            await asyncio.wait_for(self.pool.close(), CLOSE_TIMEOUT_SECONDS)
+        except TimeoutError:
+            log.warning("database connections still busy at shutdown; terminating them")
+            self.pool.terminate()

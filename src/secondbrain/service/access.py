@@ -36,6 +36,19 @@ class InProcess:
 
 
 @contextlib.asynccontextmanager
+async def streaming(call: Any) -> AsyncIterator[Any]:
+    """Iterate a server-streaming call, and end it however the loop ends (Ctrl-C included): a gRPC call is
+    cancelled, an in-process async generator closed, so its `finally` blocks (locks, connections) run now."""
+    try:
+        yield call
+    finally:
+        if hasattr(call, "aclose"):
+            await call.aclose()
+        elif hasattr(call, "cancel"):
+            call.cancel()
+
+
+@contextlib.asynccontextmanager
 async def connect(
     config: Config,
     service: str,
