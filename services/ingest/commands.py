@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -143,6 +144,13 @@ async def _watch(ingest: Any, vault: Path, force: bool, console: Console, as_jso
             changed.set()
 
     watcher = asyncio.create_task(watch_files())
+    # Ctrl-C or SIGTERM ends the watch cleanly, even where the signal was ignored when this process started
+    # (a background job): the handler cancels this task, and the sync under way closes as a cancelled one.
+    loop = asyncio.get_running_loop()
+    this = asyncio.current_task()
+    assert this is not None
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, this.cancel)
     await asyncio.sleep(0.2)  # let the watcher register before the first scan
     try:
         await _sync_once(ingest, vault, force, console, as_json)
@@ -154,6 +162,8 @@ async def _watch(ingest: Any, vault: Path, force: bool, console: Console, as_jso
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
