@@ -57,6 +57,7 @@ test: lint check-generated pytest ## Everything CI checks
 bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (takes about fifteen minutes)
 	$(BIN)/python -m bench.ingest
 	$(BIN)/python -m bench.retrieve
+	$(BIN)/python -m bench.chat
 
 clean: ## Remove the virtualenv, npm tools and caches (not your data)
 	rm -rf $(VENV) node_modules $(STAMPS) .pytest_cache .ruff_cache
