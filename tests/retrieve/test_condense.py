@@ -242,10 +242,11 @@ async def test_a_failing_provider_falls_back_to_the_message(server: OpenAIServer
 async def test_a_slow_reply_times_out_and_the_request_is_closed(server: OpenAIServer) -> None:
     catalog = ProviderCatalog.from_overrides({}, openai_env(server), retry=FAST_RETRY)
     condenser = Condenser(catalog.provider("openai"), catalog.default().model, timeout_seconds=0.3)
-    server.script.push(answer("never seen", delay=5.0))
+    server.script.push(answer("never seen", delay=60.0))
     started = time.monotonic()
     result = await condenser.condense(FOLLOW_UP, HISTORY)
-    assert time.monotonic() - started < 1.5
+    # Not a speed claim: only that it did not wait for the server's minute.
+    assert time.monotonic() - started < 30
     assert result == Condensed([PlannedQuery(FOLLOW_UP, "original")], "the condense call took longer than 0.3 s")
     for _ in range(40):
         if server.disconnects == 1:

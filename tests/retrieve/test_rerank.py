@@ -128,11 +128,12 @@ async def test_a_provider_that_keeps_failing_is_unavailable(server: RerankServer
 
 async def test_a_slow_provider_is_unavailable_within_the_timeout(server: RerankServer) -> None:
     reranker = create_reranker(section(server, timeout_seconds=0.3), {"TOGETHER_API_KEY": SECRET}, retry=FAST_RETRY)
-    server.script.push(Reply(delay=5.0))
+    server.script.push(Reply(delay=60.0))
     started = time.monotonic()
     with pytest.raises(Unavailable, match=r"0\.3 s"):
         await reranker.rerank(QUERY, DOCUMENTS, top_n=2)
-    assert time.monotonic() - started < 1.5
+    # Not a speed claim: only that it did not wait for the server's minute.
+    assert time.monotonic() - started < 30
     await reranker.aclose()
 
 
