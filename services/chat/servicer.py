@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from datetime import datetime
 
 import grpc
 from google.protobuf import json_format
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from secondbrain.chat import store
 from secondbrain.chat.app import Chat
@@ -22,6 +20,7 @@ from secondbrain.chat.turn import Delta, Done, Error, Sources, TurnEvent
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.errors import ResourceExhausted, Unavailable
+from secondbrain.service.convert import timestamp
 from secondbrain.service.error_mapping import status_for
 from secondbrain.v1 import retrieval_pb2 as common
 
@@ -30,12 +29,6 @@ SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ChatService"].full_name
 ROLES = {"user": common.MESSAGE_ROLE_USER, "assistant": common.MESSAGE_ROLE_ASSISTANT}
 STATUSES = {"complete": pb.MESSAGE_STATUS_COMPLETE, "incomplete": pb.MESSAGE_STATUS_INCOMPLETE}
 RETRYABLE = (Unavailable, ResourceExhausted)
-
-
-def _timestamp(value: datetime) -> Timestamp:
-    stamp = Timestamp()
-    stamp.FromDatetime(value)
-    return stamp
 
 
 def settings_message(settings: Settings) -> pb.Settings:
@@ -89,7 +82,7 @@ def message_message(row: store.MessageRow) -> pb.Message:
         model=row.model,
         status=STATUSES[row.status],
         error=row.error,
-        create_time=_timestamp(row.created_at),
+        create_time=timestamp(row.created_at),
     )
     if row.input_tokens is not None or row.output_tokens is not None:
         message.usage.CopyFrom(pb.Usage(input_tokens=row.input_tokens or 0, output_tokens=row.output_tokens or 0))
@@ -101,8 +94,8 @@ def conversation_message(row: store.ConversationRow, messages: list[store.Messag
         id=str(row.id),
         title=row.title,
         persona_id=row.persona_id or "",
-        create_time=_timestamp(row.created_at),
-        update_time=_timestamp(row.updated_at),
+        create_time=timestamp(row.created_at),
+        update_time=timestamp(row.updated_at),
         message_count=row.message_count,
         messages=[message_message(m) for m in messages or []],
     )

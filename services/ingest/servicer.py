@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import datetime
 from pathlib import Path
 
 import grpc
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from secondbrain.config import Config
 from secondbrain.errors import InvalidInput
@@ -15,6 +13,7 @@ from secondbrain.ingest import store
 from secondbrain.ingest.pipeline import FileDone, Ingestor, Outcome, SyncFinished, SyncStarted, Totals
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
+from secondbrain.service.convert import timestamp
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["IngestService"].full_name
 
@@ -26,14 +25,6 @@ OUTCOMES = {
     Outcome.FAILED: pb.FILE_OUTCOME_FAILED,
 }
 STATES = {"indexed": pb.FILE_STATE_INDEXED, "pending": pb.FILE_STATE_PENDING, "failed": pb.FILE_STATE_FAILED}
-
-
-def _timestamp(value: datetime | None) -> Timestamp | None:
-    if value is None:
-        return None
-    stamp = Timestamp()
-    stamp.FromDatetime(value)
-    return stamp
 
 
 def _totals(totals: Totals) -> pb.SyncTotals:
@@ -87,7 +78,7 @@ def status_response(status: store.IndexStatus) -> pb.GetIndexStatusResponse:
         embedded_chunks=status.embedded_chunks,
         failed_notes=status.failed_notes,
         embedding_model=_model(status.model),
-        last_sync=_timestamp(status.last_sync),
+        last_sync=timestamp(status.last_sync),
         vault_path=status.vault_path,
         files=[
             pb.FileStatus(
@@ -95,7 +86,7 @@ def status_response(status: store.IndexStatus) -> pb.GetIndexStatusResponse:
                 state=STATES[row.status],
                 reason=row.reason,
                 chunks=row.chunks,
-                indexed_at=_timestamp(row.indexed_at),
+                indexed_at=timestamp(row.indexed_at),
             )
             for row in status.files
         ],
