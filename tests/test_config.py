@@ -36,9 +36,11 @@ def test_data_dir_follows_xdg_data_home(monkeypatch: pytest.MonkeyPatch, tmp_pat
 def test_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DATABASE_URL", "postgresql://u:p@db:5432/notes")
     monkeypatch.setenv("SECONDBRAIN_RETRIEVE_PORT", "6000")
+    monkeypatch.setenv("SECONDBRAIN_RETRIEVE_ADDRESS", "retrieve:50052")
     settings = load_settings()
     assert settings.database_url == "postgresql://u:p@db:5432/notes"
     assert settings.port_for("retrieve") == 6000
+    assert settings.retrieve_address == "retrieve:50052"
 
 
 @pytest.mark.parametrize(

@@ -31,13 +31,15 @@ def build_chat(
     retry: RetryPolicy | None = None,
 ) -> Chat:
     """The chat as configured: the providers whose keys are in `env`, and the retrieve service at
-    SECONDBRAIN_HOST:SECONDBRAIN_RETRIEVE_PORT unless `retrieve_address` says otherwise."""
+    `retrieve_address`, else SECONDBRAIN_RETRIEVE_ADDRESS (a Kubernetes service name, say), else
+    SECONDBRAIN_HOST:SECONDBRAIN_RETRIEVE_PORT."""
     env = os.environ if env is None else env
     settings = config.settings
     catalog = ProviderCatalog.from_config(config, env, retry=retry)
     chat_settings = ChatSettings(db, catalog, config.vault.chat, config.vault.retrieve)
     retrieve = RetrieveClient(
-        retrieve_address or f"{settings.host}:{settings.retrieve_port}", timeout_seconds=retrieve_timeout_seconds
+        retrieve_address or settings.retrieve_address or f"{settings.host}:{settings.retrieve_port}",
+        timeout_seconds=retrieve_timeout_seconds,
     )
     return Chat(
         settings=chat_settings,

@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     ingest_port: int = Field(default=DEFAULT_PORTS["ingest"], ge=0, le=65535)
     retrieve_port: int = Field(default=DEFAULT_PORTS["retrieve"], ge=0, le=65535)
     chat_port: int = Field(default=DEFAULT_PORTS["chat"], ge=0, le=65535)
+    retrieve_address: str | None = Field(
+        default=None,
+        description="host:port where chat reaches retrieve; default SECONDBRAIN_HOST:SECONDBRAIN_RETRIEVE_PORT.",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "text"] = "json"
     shutdown_grace_seconds: float = Field(
