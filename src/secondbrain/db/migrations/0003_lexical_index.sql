@@ -83,12 +83,18 @@ CREATE TABLE corpus_stats (
 );
 INSERT INTO corpus_stats DEFAULT VALUES;
 
+-- The postings of the given chunks (all chunks when NULL), from their tsvectors: the one place postings are made.
+CREATE FUNCTION secondbrain_add_postings(chunk_ids bigint[]) RETURNS void LANGUAGE sql AS $$
+    INSERT INTO chunk_postings (lexeme, chunk_id, tf, length)
+    SELECT l.lexeme, c.id, coalesce(array_length(l.positions, 1), 1), c.lexeme_count
+    FROM vault_chunks c, unnest(c.tsv) AS l
+    WHERE chunk_ids IS NULL OR c.id = ANY (chunk_ids)
+$$;
+
 -- New chunks: their postings (which count their lexemes' document frequencies) and the corpus totals.
 CREATE FUNCTION vault_chunks_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO chunk_postings (lexeme, chunk_id, tf, length)
-    SELECT l.lexeme, n.id, coalesce(array_length(l.positions, 1), 1), n.lexeme_count
-    FROM new_chunks n, unnest(n.tsv) AS l;
+    PERFORM secondbrain_add_postings(ARRAY(SELECT id FROM new_chunks));
     UPDATE corpus_stats SET chunks = chunks + (SELECT count(*) FROM new_chunks),
                             total_length = total_length + (SELECT coalesce(sum(lexeme_count), 0) FROM new_chunks);
     RETURN NULL;
@@ -116,10 +122,8 @@ BEGIN
     END IF;
     DELETE FROM chunk_postings p USING old_chunks o, new_chunks n
     WHERE p.chunk_id = o.id AND n.id = o.id AND n.tsv IS DISTINCT FROM o.tsv;
-    INSERT INTO chunk_postings (lexeme, chunk_id, tf, length)
-    SELECT l.lexeme, n.id, coalesce(array_length(l.positions, 1), 1), n.lexeme_count
-    FROM new_chunks n JOIN old_chunks o ON o.id = n.id, unnest(n.tsv) AS l
-    WHERE n.tsv IS DISTINCT FROM o.tsv;
+    PERFORM secondbrain_add_postings(ARRAY(
+        SELECT n.id FROM new_chunks n JOIN old_chunks o ON o.id = n.id WHERE n.tsv IS DISTINCT FROM o.tsv));
     UPDATE corpus_stats SET total_length = total_length + (
         SELECT coalesce(sum(n.lexeme_count - o.lexeme_count), 0)
         FROM new_chunks n JOIN old_chunks o ON o.id = n.id WHERE n.tsv IS DISTINCT FROM o.tsv);
@@ -161,9 +165,7 @@ BEGIN
     UPDATE vault_chunks SET context = context;  -- fires vault_chunks_set_tsv
     PERFORM set_config('secondbrain.rebuilding_lexical_index', 'off', true);
     UPDATE vault_files SET title = title;  -- fires vault_files_set_tsv
-    INSERT INTO chunk_postings (lexeme, chunk_id, tf, length)
-    SELECT l.lexeme, c.id, coalesce(array_length(l.positions, 1), 1), c.lexeme_count
-    FROM vault_chunks c, unnest(c.tsv) AS l;
+    PERFORM secondbrain_add_postings(NULL);
     UPDATE corpus_stats SET chunks = (SELECT count(*) FROM vault_chunks),
                             total_length = (SELECT coalesce(sum(lexeme_count), 0) FROM vault_chunks);
 END $$;
