@@ -13,7 +13,6 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
-import grpc
 from google.protobuf.json_format import MessageToDict
 from rich.console import Console
 from rich.markup import escape
@@ -24,6 +23,7 @@ from secondbrain.config import Config
 from secondbrain.db import Database
 from secondbrain.errors import InvalidInput, Unavailable
 from secondbrain.service.access import InProcess, streaming
+from secondbrain.service.auth import open_channel
 from secondbrain.service.health_client import check_health
 
 CHAT = "secondbrain.chat.v1.ChatService"
@@ -34,9 +34,9 @@ _CITATION = re.compile(r"\[(\d+)\]")
 @contextlib.asynccontextmanager
 async def chat_service(config: Config, address: str | None, console: Console) -> AsyncIterator[Any]:
     settings = config.settings
-    target = address or f"{settings.host}:{settings.chat_port}"
+    target = address or settings.address_of("chat")
     if await check_health(target, CHAT, rpc_timeout=1.0) == "SERVING":
-        async with grpc.aio.insecure_channel(target) as channel:
+        async with open_channel(target, settings.token) as channel:
             yield pb_grpc.ChatServiceStub(channel)
         return
     if address:
@@ -50,7 +50,7 @@ async def chat_service(config: Config, address: str | None, console: Console) ->
     db = await Database.open(settings)
     retrieve = None
     try:
-        retrieve_target = f"{settings.host}:{settings.retrieve_port}"
+        retrieve_target = settings.address_of("retrieve")
         if await check_health(retrieve_target, RETRIEVE, rpc_timeout=1.0) != "SERVING":
             retrieve = await create_retrieve_server("127.0.0.1:0", ServiceDeps(config, db))
             await retrieve.start()

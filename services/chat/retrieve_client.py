@@ -23,6 +23,7 @@ from secondbrain.errors import (
 from secondbrain.llm import ChatMessage
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
+from secondbrain.service.auth import open_channel
 from secondbrain.v1 import retrieval_pb2 as common
 
 # Condensing (6 s by default), embedding, search and an optional rerank (10 s) all fit in this.
@@ -52,16 +53,19 @@ class RetrieveOptions:
 class RetrieveClient:
     """A channel to the retrieve service, opened on first use and shared by every turn (HTTP/2 multiplexes them)."""
 
-    def __init__(self, address: str, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self, address: str, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS, token: str | None = None
+    ) -> None:
         self.address = address
         self.timeout_seconds = timeout_seconds
+        self._token = token
         self._channel: grpc.aio.Channel | None = None
         self._stub: pb_grpc.RetrieveServiceStub | None = None
 
     def _get_stub(self) -> pb_grpc.RetrieveServiceStub:
         # Created lazily: a grpc.aio channel belongs to the event loop it is made in, which is the server's.
         if self._stub is None:
-            self._channel = grpc.aio.insecure_channel(self.address)
+            self._channel = open_channel(self.address, self._token)
             self._stub = pb_grpc.RetrieveServiceStub(self._channel)
         return self._stub
 

@@ -38,8 +38,9 @@ def build_chat(
     catalog = ProviderCatalog.from_config(config, env, retry=retry)
     chat_settings = ChatSettings(db, catalog, config.vault.chat, config.vault.retrieve)
     retrieve = RetrieveClient(
-        retrieve_address or settings.retrieve_address or f"{settings.host}:{settings.retrieve_port}",
+        retrieve_address or settings.address_of("retrieve"),
         timeout_seconds=retrieve_timeout_seconds,
+        token=settings.token,
     )
     return Chat(
         settings=chat_settings,
@@ -64,7 +65,9 @@ async def create_server(address: str, deps: ServiceDeps, chat: Chat | None = Non
     owned = chat is None
     chat = chat or build_chat(deps.config, deps.db)
     running = await build_server(
-        address, [ServiceBinding(SERVICE_NAME, ChatServicer(chat), pb_grpc.add_ChatServiceServicer_to_server)]
+        address,
+        [ServiceBinding(SERVICE_NAME, ChatServicer(chat), pb_grpc.add_ChatServiceServicer_to_server)],
+        api_token=deps.config.settings.token,
     )
     if owned:
         running.background.append(asyncio.create_task(_close_when_stopped(chat)))

@@ -40,7 +40,9 @@ def build_ingestor(config: Config, db: Database, env: Mapping[str, str] | None =
 async def create_server(address: str, deps: ServiceDeps, ingestor: Ingestor | None = None) -> RunningServer:
     servicer = IngestServicer(deps.config, ingestor or build_ingestor(deps.config, deps.db))
     return await build_server(
-        address, [ServiceBinding(SERVICE_NAME, servicer, pb_grpc.add_IngestServiceServicer_to_server)]
+        address,
+        [ServiceBinding(SERVICE_NAME, servicer, pb_grpc.add_IngestServiceServicer_to_server)],
+        api_token=deps.config.settings.token,
     )
 
 

@@ -48,6 +48,7 @@ async def create_server(address: str, deps: ServiceDeps, retriever: Retriever | 
     running = await build_server(
         address,
         [ServiceBinding(SERVICE_NAME, RetrieveServicer(retriever), pb_grpc.add_RetrieveServiceServicer_to_server)],
+        api_token=deps.config.settings.token,
     )
     if retriever.embedder is not None:
         # Load the model now rather than on the first question (seconds, for the local one).

@@ -282,7 +282,7 @@ def health(
         names = [service] if service else list(Service)
         healthy = True
         for name in names:
-            target = address or f"{settings.host}:{settings.port_for(name.value)}"
+            target = address or settings.address_of(name.value)
             status = await check_health(target)
             typer.echo(f"{name.value:<9} {target:<22} {status}")
             healthy = healthy and status == "SERVING"

@@ -10,20 +10,31 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from secondbrain.errors import ConfigError
 from secondbrain.llm.presets import ProviderOverride
+from secondbrain.service.auth import is_loopback
 
 ENV_PREFIX = "SECONDBRAIN_"
 VAULT_CONFIG_FILE = "secondbrain.json"
 
-# Default gRPC ports, one per service; a service given port 0 binds any free port.
-DEFAULT_PORTS = {"ingest": 50051, "retrieve": 50052, "chat": 50053}
+# Default ports: a gRPC port per service, then the REST shim and Envoy (the one address a browser needs).
+# A server given port 0 binds any free port.
+DEFAULT_PORTS = {"ingest": 50051, "retrieve": 50052, "chat": 50053, "shim": 8081, "gateway": 8080}
 
 
 def default_data_dir() -> Path:
@@ -43,13 +54,29 @@ class Settings(BaseSettings):
     )
     data_dir: Path = Field(default_factory=default_data_dir, description="Where the embedded PostgreSQL keeps data.")
     vault: Path | None = Field(default=None, description="The vault (a folder of markdown notes).")
-    host: str = Field(default="127.0.0.1", description="Address the gRPC services bind to.")
+    host: str = Field(
+        default="127.0.0.1",
+        description="Address every server binds to; anything but loopback needs SECONDBRAIN_API_TOKEN.",
+    )
+    api_token: SecretStr | None = Field(
+        default=None,
+        description="When set, every request needs 'Authorization: Bearer <token>'; unset, servers bind loopback only.",
+    )
     ingest_port: int = Field(default=DEFAULT_PORTS["ingest"], ge=0, le=65535)
     retrieve_port: int = Field(default=DEFAULT_PORTS["retrieve"], ge=0, le=65535)
     chat_port: int = Field(default=DEFAULT_PORTS["chat"], ge=0, le=65535)
-    retrieve_address: str | None = Field(
-        default=None,
-        description="host:port where chat reaches retrieve; default SECONDBRAIN_HOST:SECONDBRAIN_RETRIEVE_PORT.",
+    shim_port: int = Field(default=DEFAULT_PORTS["shim"], ge=0, le=65535, description="The REST + SSE shim.")
+    gateway_port: int = Field(
+        default=DEFAULT_PORTS["gateway"], ge=0, le=65535, description="Envoy: the UI, grpc-web and /api/."
+    )
+    # Where each server is reached when it runs elsewhere (a Kubernetes service name, say); unset, SECONDBRAIN_HOST
+    # and its port.
+    ingest_address: str | None = Field(default=None, description="host:port where the shim reaches ingest.")
+    retrieve_address: str | None = Field(default=None, description="host:port where chat and the shim reach retrieve.")
+    chat_address: str | None = Field(default=None, description="host:port where the shim reaches chat.")
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Browser origins, comma-separated, that may call the gateway from another site.",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "text"] = "json"
@@ -63,9 +90,51 @@ class Settings(BaseSettings):
     def embedded_pgdata(self) -> Path:
         return self.data_dir / "postgres"
 
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [origin.strip().rstrip("/") for origin in value.split(",") if origin.strip()]
+        return value
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _check_origins(cls, origins: list[str]) -> list[str]:
+        for origin in origins:
+            if not origin.startswith(("http://", "https://")) or origin.count("/") != 2:
+                raise ValueError(
+                    f"{origin!r} is not an origin: write scheme://host[:port], such as http://localhost:5173"
+                )
+        return origins
+
+    @model_validator(mode="after")
+    def _open_only_with_a_token(self) -> Settings:
+        if self.api_token is None and not is_loopback(self.host):
+            raise ValueError(
+                f"binding {self.host} lets other machines in, so it needs a token: set SECONDBRAIN_API_TOKEN, or "
+                "leave SECONDBRAIN_HOST at 127.0.0.1"
+            )
+        return self
+
+    @property
+    def token(self) -> str | None:
+        """The API token's value, or None when none is configured."""
+        return self.api_token.get_secret_value() if self.api_token else None
+
     def port_for(self, service: str) -> int:
-        ports = {"ingest": self.ingest_port, "retrieve": self.retrieve_port, "chat": self.chat_port}
+        ports = {
+            "ingest": self.ingest_port,
+            "retrieve": self.retrieve_port,
+            "chat": self.chat_port,
+            "shim": self.shim_port,
+            "gateway": self.gateway_port,
+        }
         return ports[service]
+
+    def address_of(self, service: str) -> str:
+        """host:port where `service` is reached: its configured address, else SECONDBRAIN_HOST and its port."""
+        explicit = {"ingest": self.ingest_address, "retrieve": self.retrieve_address, "chat": self.chat_address}
+        return explicit.get(service) or f"{self.host}:{self.port_for(service)}"
 
 
 class _Section(BaseModel):

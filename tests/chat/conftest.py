@@ -31,6 +31,7 @@ from secondbrain.ingest.server import build_ingestor
 from secondbrain.llm import RetryPolicy
 from secondbrain.retrieve.server import build_retriever
 from secondbrain.retrieve.server import create_server as create_retrieve_server
+from secondbrain.service.auth import open_channel
 from secondbrain.service.runner import ServiceDeps
 from secondbrain.service.server import RunningServer
 from tests.wire import AnthropicServer, OpenAIServer, RecordedRequest
@@ -78,6 +79,7 @@ class ChatStack:
     claude: AnthropicServer
     stub: pb_grpc.ChatServiceStub = field(init=False)
     retrieve_address: str = ""
+    chat_address: str = ""
     _retrieve: RunningServer | None = None
     _chat: RunningServer | None = None
     _chat_logic: Chat | None = None
@@ -136,7 +138,8 @@ class ChatStack:
         running = await create_chat_server("127.0.0.1:0", ServiceDeps(config, self.db), self._chat_logic)
         await running.start()
         self._chat = running
-        self._channel = grpc.aio.insecure_channel(f"127.0.0.1:{running.port}")
+        self.chat_address = f"127.0.0.1:{running.port}"
+        self._channel = open_channel(self.chat_address, load_config().settings.token)
         self.stub = pb_grpc.ChatServiceStub(self._channel)
 
     async def stop_chat(self) -> None:

@@ -17,6 +17,7 @@ from rich.console import Console
 from secondbrain.config import Config
 from secondbrain.db import Database
 from secondbrain.errors import InvalidInput
+from secondbrain.service.auth import open_channel
 from secondbrain.service.health_client import check_health
 
 
@@ -60,9 +61,9 @@ async def connect(
 ) -> AsyncIterator[Any]:
     """A stub of the running `service`, or its servicer built in this process on the configured database."""
     settings = config.settings
-    target = address or f"{settings.host}:{settings.port_for(service)}"
+    target = address or settings.address_of(service)
     if await check_health(target, full_name, rpc_timeout=1.0) == "SERVING":
-        async with grpc.aio.insecure_channel(target) as channel:
+        async with open_channel(target, settings.token) as channel:
             yield stub_class(channel)
         return
     if address:

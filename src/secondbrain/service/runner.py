@@ -32,4 +32,6 @@ async def serve(service: str, config: Config, create_server: CreateServer, port:
     db = await Database.open(settings)
     address = f"{settings.host}:{settings.port_for(service) if port is None else port}"
     deps = ServiceDeps(config=config, db=db)
+    if settings.token is None:
+        log.warning("no SECONDBRAIN_API_TOKEN: listening on loopback only", extra={"address": address})
     await run_until_stopped(lambda: create_server(address, deps), db.close, settings.shutdown_grace_seconds, service)

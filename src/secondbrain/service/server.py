@@ -18,6 +18,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from secondbrain.errors import Unavailable
+from secondbrain.service.auth import TokenInterceptor
 from secondbrain.service.error_mapping import ErrorMappingInterceptor
 
 log = logging.getLogger(__name__)
@@ -66,10 +67,13 @@ class RunningServer:
             task.cancel()
 
 
-async def build_server(address: str, bindings: Sequence[ServiceBinding]) -> RunningServer:
-    """A server on `address` ("host:port"; port 0 picks a free one) with health, reflection and error mapping."""
+async def build_server(address: str, bindings: Sequence[ServiceBinding], api_token: str | None = None) -> RunningServer:
+    """A server on `address` ("host:port"; port 0 picks a free one) with health, reflection and error mapping;
+    with `api_token`, every call but a health check must present it."""
+    # The token check runs first: a refused call never reaches a handler.
+    interceptors: list[grpc.aio.ServerInterceptor] = [TokenInterceptor(api_token)] if api_token else []
     server = grpc.aio.server(
-        interceptors=[ErrorMappingInterceptor()],
+        interceptors=[*interceptors, ErrorMappingInterceptor()],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),

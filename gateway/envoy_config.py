@@ -1,0 +1,105 @@
+"""Envoy's configuration, rendered from the one template (`envoy.yaml.template`) for wherever it runs.
+
+`local_layout` points Envoy at the services on this machine (their configured ports); `kubernetes_layout` at the
+Kubernetes services by name. Both render the same routes, filters and timeouts: only addresses and origins differ.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from string import Template
+
+from secondbrain.config import Settings
+from secondbrain.errors import ConfigError
+
+TEMPLATE = "envoy.yaml.template"
+# A stream silent this long in both directions is stalled: a slow model still sends a token within it.
+STREAM_IDLE_TIMEOUT_SECONDS = 300
+# Unary calls (settings, conversations, search, status) answer in well under this.
+UNARY_TIMEOUT_SECONDS = 60
+KUBERNETES_ADMIN_PORT = 9901
+
+
+@dataclass(frozen=True)
+class Upstream:
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, address: str) -> Upstream:
+        """`host:port` (or `[v6]:port`) as an Upstream; anything else is a ConfigError naming it."""
+        host, separator, port = address.rpartition(":")
+        if not separator or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"{address!r} is not host:port")
+        return cls(host.strip("[]"), int(port))
+
+
+@dataclass(frozen=True)
+class GatewayLayout:
+    """Where Envoy listens and where each upstream is."""
+
+    listen_host: str
+    listen_port: int
+    admin_port: int
+    ingest: Upstream
+    retrieve: Upstream
+    chat: Upstream
+    shim: Upstream
+    cors_origins: tuple[str, ...] = field(default_factory=tuple)
+
+
+def local_layout(settings: Settings, *, listen_port: int | None = None, shim_port: int | None = None) -> GatewayLayout:
+    """Envoy on this machine in front of the configured services; the admin API on any free loopback port."""
+    shim = Upstream.parse(f"{settings.host}:{settings.shim_port if shim_port is None else shim_port}")
+    return GatewayLayout(
+        listen_host=settings.host,
+        listen_port=settings.gateway_port if listen_port is None else listen_port,
+        admin_port=0,
+        ingest=Upstream.parse(settings.address_of("ingest")),
+        retrieve=Upstream.parse(settings.address_of("retrieve")),
+        chat=Upstream.parse(settings.address_of("chat")),
+        shim=_reachable(shim),
+        cors_origins=tuple(settings.cors_origins),
+    )
+
+
+def kubernetes_layout(settings: Settings) -> GatewayLayout:
+    """Envoy in a pod: listening on every interface, upstreams by service name (headless services, so Envoy sees
+    every pod), the admin API on loopback for the probes' sidecar-free check."""
+    return GatewayLayout(
+        listen_host="0.0.0.0",
+        listen_port=settings.gateway_port,
+        admin_port=KUBERNETES_ADMIN_PORT,
+        ingest=Upstream("ingest", settings.ingest_port),
+        retrieve=Upstream("retrieve", settings.retrieve_port),
+        chat=Upstream("chat", settings.chat_port),
+        shim=Upstream("shim", settings.shim_port),
+        cors_origins=tuple(settings.cors_origins),
+    )
+
+
+def _reachable(upstream: Upstream) -> Upstream:
+    # A server bound to every interface is reached on loopback from the same machine.
+    if upstream.host in ("0.0.0.0", "::"):
+        return Upstream("127.0.0.1", upstream.port)
+    return upstream
+
+
+def render(layout: GatewayLayout) -> str:
+    """The Envoy YAML for `layout`. Values go in as JSON scalars, which YAML reads as they are."""
+    template = Template(resources.files(__package__).joinpath(TEMPLATE).read_text(encoding="utf-8"))
+    values: dict[str, object] = {
+        "admin_port": layout.admin_port,
+        "listen_host": json.dumps(layout.listen_host),
+        "listen_port": layout.listen_port,
+        "stream_idle_timeout": f"{STREAM_IDLE_TIMEOUT_SECONDS}s",
+        "unary_timeout": f"{UNARY_TIMEOUT_SECONDS}s",
+        "cors_origins": json.dumps([{"exact": origin} for origin in layout.cors_origins]),
+    }
+    for name in ("ingest", "retrieve", "chat", "shim"):
+        upstream: Upstream = getattr(layout, name)
+        values[f"{name}_host"] = json.dumps(_reachable(upstream).host)
+        values[f"{name}_port"] = upstream.port
+    return template.substitute(values)

@@ -1,0 +1,61 @@
+"""gRPC status codes as HTTP statuses, and the one JSON error body the shim sends.
+
+The mapping is the one Google's HTTP APIs and grpc-gateway use, so a client that knows either knows this one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+HTTP_STATUS: dict[grpc.StatusCode, int] = {
+    grpc.StatusCode.OK: 200,
+    grpc.StatusCode.CANCELLED: 499,
+    grpc.StatusCode.UNKNOWN: 500,
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+    grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.ALREADY_EXISTS: 409,
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    grpc.StatusCode.FAILED_PRECONDITION: 400,
+    grpc.StatusCode.ABORTED: 409,
+    grpc.StatusCode.OUT_OF_RANGE: 400,
+    grpc.StatusCode.UNIMPLEMENTED: 501,
+    grpc.StatusCode.INTERNAL: 500,
+    grpc.StatusCode.UNAVAILABLE: 503,
+    grpc.StatusCode.DATA_LOSS: 500,
+    grpc.StatusCode.UNAUTHENTICATED: 401,
+}
+
+# Worth trying again as it is: the same request may succeed later.
+RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED})
+
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "status", "message", "retryable"],
+            "properties": {
+                "code": {"type": "string", "description": "The gRPC status code name, such as NOT_FOUND."},
+                "status": {"type": "integer", "description": "The HTTP status."},
+                "message": {"type": "string", "description": "What went wrong and what to do about it."},
+                "retryable": {"type": "boolean", "description": "Whether the same request may work later."},
+            },
+        }
+    },
+}
+
+
+def error_body(code: grpc.StatusCode, message: str) -> dict[str, Any]:
+    return {
+        "error": {
+            "code": code.name,
+            "status": HTTP_STATUS.get(code, 500),
+            "message": message,
+            "retryable": code in RETRYABLE,
+        }
+    }

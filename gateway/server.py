@@ -1,0 +1,125 @@
+"""Running the shim (uvicorn) and Envoy: `start_shim` for tests and the supervisor, `main_*` for `secondbrain serve`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import uvicorn
+
+from secondbrain.config import Config, Settings
+from secondbrain.errors import Unavailable
+from secondbrain.gateway.envoy import Envoy
+from secondbrain.gateway.envoy_config import local_layout, render
+from secondbrain.gateway.shim import Backends, create_app
+from secondbrain.jsonlog import configure_logging
+
+log = logging.getLogger(__name__)
+
+SERVICES = ("ingest", "retrieve", "chat")
+# A stream still open at shutdown gets this long to finish before its connection is closed.
+SHUTDOWN_GRACE_SECONDS = 5
+
+
+def default_ui_dir() -> Path:
+    """The web UI's build output: SECONDBRAIN_UI_DIR, else ui/dist in the source tree."""
+    configured = os.environ.get("SECONDBRAIN_UI_DIR")
+    if configured:
+        return Path(configured)
+    return Path(__file__).resolve().parent.parent / "ui" / "dist"
+
+
+@dataclass
+class RunningShim:
+    server: uvicorn.Server
+    task: asyncio.Task[None]
+    port: int
+
+    async def stop(self) -> None:
+        self.server.should_exit = True
+        await self.task
+
+
+async def start_shim(
+    settings: Settings,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    addresses: Mapping[str, str] | None = None,
+    ui_dir: Path | None = None,
+) -> RunningShim:
+    """The shim serving on `host:port` (port 0: any free port) in front of `addresses` (default: the configured
+    services); returns once it accepts connections."""
+    backends = Backends(addresses or {name: settings.address_of(name) for name in SERVICES}, settings.token)
+    app = create_app(backends, settings.token, ui_dir or default_ui_dir())
+    config = uvicorn.Config(
+        app,
+        host=host or settings.host,
+        port=settings.shim_port if port is None else port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+    )
+    server = uvicorn.Server(config)
+    # The process's signal handlers belong to whoever runs the loop (serve, the supervisor, a test).
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()  # raises what stopped it
+            raise Unavailable(f"the shim could not listen on {config.host}:{config.port}; is the port in use?")
+        await asyncio.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    return RunningShim(server=server, task=task, port=port)
+
+
+async def _until_signalled() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+def _say_who_may_connect(settings: Settings, what: str) -> None:
+    if settings.token is None:
+        log.warning(f"no SECONDBRAIN_API_TOKEN: the {what} listens on loopback only", extra={"host": settings.host})
+
+
+async def main_shim(config: Config, port: int | None = None) -> None:
+    """`secondbrain serve shim`."""
+    settings = config.settings
+    configure_logging(settings.log_level, settings.log_format, service="shim")
+    _say_who_may_connect(settings, "shim")
+    shim = await start_shim(settings, port=port)
+    log.info("serving", extra={"service": "shim", "port": shim.port})
+    try:
+        await _until_signalled()
+    finally:
+        await shim.stop()
+    log.info("stopped")
+
+
+async def main_envoy(config: Config, port: int | None = None) -> None:
+    """`secondbrain serve envoy`: Envoy with the local rendering of the template, until a signal."""
+    settings = config.settings
+    configure_logging(settings.log_level, settings.log_format, service="envoy")
+    _say_who_may_connect(settings, "gateway")
+    envoy = await Envoy.start(render(local_layout(settings, listen_port=port)), settings.data_dir / "envoy")
+    log.info("serving", extra={"service": "envoy", "port": envoy.port, "admin": envoy.admin_address})
+    try:
+        waiting = asyncio.ensure_future(envoy.process.wait())
+        signalled = asyncio.ensure_future(_until_signalled())
+        await asyncio.wait([waiting, signalled], return_when=asyncio.FIRST_COMPLETED)
+        if waiting.done():
+            raise Unavailable(f"Envoy exited with code {envoy.process.returncode}; its log is above")
+        signalled.cancel()
+    finally:
+        await envoy.stop()
+    log.info("stopped")

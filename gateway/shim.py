@@ -1,0 +1,298 @@
+"""The REST + SSE shim: an ASGI app that is only a gRPC client.
+
+Each endpoint of `endpoints.ENDPOINTS` fills its RPC's request from the path, body or query, calls the service,
+and answers with the response as JSON, or, for a streaming RPC, as server-sent events. It holds no business logic:
+everything a request means is decided by the service it calls. A client that goes away cancels the gRPC call, so
+an abandoned chat turn stops its LLM stream and stores what it had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+from google.protobuf import message_factory
+from google.protobuf.message import Message
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from secondbrain.errors import InvalidInput
+from secondbrain.gateway.endpoints import ENDPOINTS, Endpoint
+from secondbrain.gateway.http_errors import HTTP_STATUS, RETRYABLE, error_body
+from secondbrain.gateway.openapi import openapi_document
+from secondbrain.gateway.proto_json import from_json, from_query, to_json
+from secondbrain.service.auth import HEADER, REFUSED, open_channel, token_matches
+
+log = logging.getLogger(__name__)
+
+# Unary calls answer at once; this only bounds a service that hangs.
+UNARY_TIMEOUT_SECONDS = 30.0
+# A comment line this often keeps proxies from closing a quiet stream, and notices a client that left.
+KEEPALIVE_SECONDS = 15.0
+MAX_BODY_BYTES = 1024 * 1024
+REQUEST_ID = "x-request-id"
+_END = object()
+# What a gRPC channel says when nothing listens at the address.
+_UNREACHABLE = ("failed to connect", "connection refused", "connections to all backends failing", "dns resolution")
+
+UI_NOT_BUILT = """<!doctype html>
+<meta charset="utf-8"><title>secondbrain</title>
+<h1>secondbrain</h1>
+<p>The web UI has not been built. The REST API is at <a href="/api/openapi.json">/api/openapi.json</a>;
+gRPC and grpc-web are served on this same address.</p>
+"""
+
+
+@dataclass
+class Backends:
+    """The services' addresses, and one channel to each, opened on first use in the serving event loop."""
+
+    addresses: Mapping[str, str]
+    token: str | None
+    _channels: dict[str, grpc.aio.Channel] = field(default_factory=dict)
+
+    def channel(self, service: str) -> grpc.aio.Channel:
+        if service not in self._channels:
+            self._channels[service] = open_channel(self.addresses[service], self.token)
+        return self._channels[service]
+
+    async def close(self) -> None:
+        channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            await channel.close()
+
+
+class HttpError(Exception):
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _error_response(code: grpc.StatusCode, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error_body(code, message), status_code=HTTP_STATUS.get(code, 500), headers=headers)
+
+
+def _from_rpc_error(error: grpc.aio.AioRpcError, endpoint: Endpoint, backends: Backends) -> HttpError:
+    code, details = error.code(), error.details() or ""
+    if code == grpc.StatusCode.UNAVAILABLE and any(sign in details.lower() for sign in _UNREACHABLE):
+        address = backends.addresses[endpoint.service]
+        details = (
+            f"the {endpoint.service} service is not answering at {address}: start it (`secondbrain up` runs "
+            "everything), then try again"
+        )
+    return HttpError(code, details or code.name)
+
+
+async def _request_message(request: Request, endpoint: Endpoint) -> Message:
+    message = message_factory.GetMessageClass(endpoint.request)()
+    if endpoint.has_body:
+        raw = await request.body()
+        if len(raw) > MAX_BODY_BYTES:
+            raise HttpError(grpc.StatusCode.RESOURCE_EXHAUSTED, f"request body over {MAX_BODY_BYTES} bytes")
+        try:
+            data = json.loads(raw) if raw.strip() else {}
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise InvalidInput(f"the request body is not valid JSON: {error}") from None
+        from_json(data, message, "request body")
+    else:
+        params = {key: request.query_params.getlist(key) for key in request.query_params}
+        from_json(from_query(params, endpoint.request), message, "query")
+    for name in endpoint.path_parameters:
+        setattr(message, name, request.path_params[name])
+    return message
+
+
+def _sse(event: str, data: Mapping[str, Any]) -> bytes:
+    # json.dumps escapes newlines, so each event's data is one line.
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+
+def _event_frame(message: Message) -> bytes:
+    kind = message.WhichOneof("event")
+    if kind is None:
+        return b": an empty event was skipped\n\n"
+    return _sse(kind, to_json(getattr(message, kind)))
+
+
+async def _stream_events(
+    call: grpc.aio.UnaryStreamCall, first: Message, endpoint: Endpoint, backends: Backends
+) -> AsyncIterator[bytes]:
+    """The call's messages as SSE frames, keepalive comments between them; a failure mid-stream becomes an
+    `error` event. However this generator ends (a client that left included), the gRPC call is cancelled."""
+    queue: asyncio.Queue[object] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            while (message := await call.read()) is not grpc.aio.EOF:
+                await queue.put(message)
+            await queue.put(_END)
+        except grpc.aio.AioRpcError as error:
+            await queue.put(error)
+
+    reader = asyncio.create_task(pump())
+    try:
+        yield _event_frame(first)
+        while True:
+            try:
+                item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+            except TimeoutError:
+                yield b": keepalive\n\n"
+                continue
+            if item is _END:
+                return
+            if isinstance(item, grpc.aio.AioRpcError):
+                failure = _from_rpc_error(item, endpoint, backends)
+                yield _sse(
+                    "error",
+                    {"code": failure.code.name, "message": failure.message, "retryable": failure.code in RETRYABLE},
+                )
+                return
+            assert isinstance(item, Message)
+            yield _event_frame(item)
+    finally:
+        call.cancel()
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+            await reader
+
+
+def _handler(endpoint: Endpoint, backends: Backends) -> Callable[[Request], Awaitable[Response]]:
+    response_class = message_factory.GetMessageClass(endpoint.response)
+    request_class = message_factory.GetMessageClass(endpoint.request)
+
+    async def handle(request: Request) -> Response:
+        request_id = request.headers.get(REQUEST_ID) or uuid.uuid4().hex
+        headers = {REQUEST_ID: request_id}
+        metadata = ((REQUEST_ID, request_id),)
+        channel = backends.channel(endpoint.service)
+        try:
+            message = await _request_message(request, endpoint)
+            if not endpoint.streams:
+                unary = channel.unary_unary(
+                    endpoint.grpc_path,
+                    request_serializer=request_class.SerializeToString,
+                    response_deserializer=response_class.FromString,
+                )
+                reply = await unary(message, timeout=UNARY_TIMEOUT_SECONDS, metadata=metadata)
+                return JSONResponse(to_json(reply), headers=headers)
+            stream = channel.unary_stream(
+                endpoint.grpc_path,
+                request_serializer=request_class.SerializeToString,
+                response_deserializer=response_class.FromString,
+            )
+            call = stream(message, metadata=metadata)
+            try:
+                # A request refused before the stream starts (no such conversation, say) is an HTTP error.
+                first = await call.read()
+            except BaseException:
+                call.cancel()
+                raise
+            if first is grpc.aio.EOF:
+                return StreamingResponse(iter(()), media_type="text/event-stream", headers=headers)
+            return StreamingResponse(
+                _stream_events(call, first, endpoint, backends),
+                media_type="text/event-stream",
+                # no-transform and X-Accel-Buffering keep proxies from holding events back.
+                headers={**headers, "Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"},
+            )
+        except InvalidInput as error:
+            return _error_response(grpc.StatusCode.INVALID_ARGUMENT, str(error), headers)
+        except HttpError as error:
+            return _error_response(error.code, error.message, headers)
+        except grpc.aio.AioRpcError as error:
+            failure = _from_rpc_error(error, endpoint, backends)
+            return _error_response(failure.code, failure.message, headers)
+
+    return handle
+
+
+class TokenGuard:
+    """Pure ASGI middleware (it never buffers a stream): `/api/` needs the token when one is configured; a
+    preflight that reached here came from an origin Envoy does not allow, and is refused with the fix."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        if request.method == "OPTIONS":
+            origin = request.headers.get("origin", "(no origin)")
+            response = _error_response(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"cross-origin requests from {origin} are not allowed: add it to SECONDBRAIN_CORS_ORIGINS "
+                "(comma-separated) and restart the gateway",
+            )
+        elif (
+            self.token
+            and request.url.path.startswith("/api/")
+            and not token_matches(request.headers.get(HEADER), self.token)
+        ):
+            response = _error_response(
+                grpc.StatusCode.UNAUTHENTICATED, REFUSED, headers={"WWW-Authenticate": 'Bearer realm="secondbrain"'}
+            )
+        else:
+            await self.app(scope, receive, send)
+            return
+        await response(scope, receive, send)
+
+
+def create_app(backends: Backends, token: str | None, ui_dir: Path | None = None) -> ASGIApp:
+    """The shim over `backends`; the built web UI from `ui_dir` under `/` when it exists."""
+    document = openapi_document()
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(document)
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def ui_not_built(request: Request) -> Response:
+        return HTMLResponse(UI_NOT_BUILT)
+
+    routes: list[BaseRoute] = [
+        Route(endpoint.path, _handler(endpoint, backends), methods=[endpoint.method]) for endpoint in ENDPOINTS
+    ]
+    routes += [
+        Route("/api/openapi.json", openapi, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+    ]
+    if ui_dir is not None and (ui_dir / "index.html").is_file():
+        routes.append(Mount("/", StaticFiles(directory=ui_dir, html=True)))
+    else:
+        routes.append(Route("/", ui_not_built, methods=["GET"]))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await backends.close()
+
+    async def not_routed(request: Request, error: Exception) -> Response:
+        path = request.url.path
+        if getattr(error, "status_code", 404) == 405:
+            body = error_body(grpc.StatusCode.UNIMPLEMENTED, f"{request.method} is not served at {path}")
+            body["error"]["status"] = 405
+            return JSONResponse(body, status_code=405)
+        message = f"nothing is served at {path}; the API is listed at /api/openapi.json"
+        return _error_response(grpc.StatusCode.NOT_FOUND, message)
+
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_routed, 405: not_routed})
+    return TokenGuard(app, token)

@@ -1,0 +1,111 @@
+"""The API token: one shared secret (`SECONDBRAIN_API_TOKEN`) that every caller presents as `Bearer <token>`.
+
+When a token is configured, every gRPC service refuses calls without it (the health check excepted, so Kubernetes
+probes and `secondbrain health` still work), and so does the REST shim. Envoy forwards the browser's
+`authorization` header as gRPC metadata, so one check at each backend covers every way in. Without a token,
+everything binds to loopback only (`Settings` refuses anything else), so the check would guard nothing.
+
+Internal callers (the CLI, chat calling retrieve, the shim) attach the token through `open_channel`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+
+HEADER = "authorization"
+SCHEME = "Bearer"
+# Health checks stay open: probes cannot carry a secret, and a status reveals nothing.
+OPEN_METHOD_PREFIXES = ("/grpc.health.v1.Health/",)
+
+REFUSED = (
+    "this server needs the API token: send the header 'Authorization: Bearer <token>' with the value of "
+    "SECONDBRAIN_API_TOKEN"
+)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` keeps a server reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def bearer(token: str) -> str:
+    return f"{SCHEME} {token}"
+
+
+def token_matches(presented: str | None, token: str) -> bool:
+    """Whether the `authorization` value `presented` carries `token`, compared in constant time (no timing hint
+    of how much of a guess was right)."""
+    if presented is None:
+        return False
+    return hmac.compare_digest(presented.strip().encode(), bearer(token).encode())
+
+
+async def _refuse_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+    await context.abort(grpc.StatusCode.UNAUTHENTICATED, REFUSED)
+
+
+async def _refuse_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+    await context.abort(grpc.StatusCode.UNAUTHENTICATED, REFUSED)
+    yield  # pragma: no cover - abort raises; the yield makes this an async generator like the handler it replaces
+
+
+class TokenInterceptor(grpc.aio.ServerInterceptor):
+    """Refuses every call without the token with UNAUTHENTICATED, before any handler runs."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or method.startswith(OPEN_METHOD_PREFIXES):
+            return handler
+        metadata = dict(handler_call_details.invocation_metadata or ())
+        if token_matches(metadata.get(HEADER), self._token):
+            return handler
+        codecs = {
+            "request_deserializer": handler.request_deserializer,
+            "response_serializer": handler.response_serializer,
+        }
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(_refuse_stream, **codecs)
+        return grpc.unary_unary_rpc_method_handler(_refuse_unary, **codecs)
+
+
+class _AttachToken(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
+    """Adds `authorization: Bearer <token>` to every call a channel makes."""
+
+    def __init__(self, token: str) -> None:
+        self._header = (HEADER, bearer(token))
+
+    def _with_token(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+        metadata = grpc.aio.Metadata(*(details.metadata or ()), self._header)
+        return grpc.aio.ClientCallDetails(
+            details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
+        )
+
+    async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return await continuation(self._with_token(client_call_details), request)
+
+    async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
+        return await continuation(self._with_token(client_call_details), request)
+
+
+def open_channel(target: str, token: str | None, options: list[tuple[str, Any]] | None = None) -> grpc.aio.Channel:
+    """A channel to one of our services that presents `token` (when there is one) on every call."""
+    interceptors = [_AttachToken(token)] if token else None
+    return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)

@@ -1,0 +1,122 @@
+"""The whole path a browser takes: the real Envoy binary and the REST shim in front of real ingest, retrieve and
+chat services on port 0 (the chat stack of tests/chat, with its local LLM servers), all on loopback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from secondbrain.config import load_config
+from secondbrain.gateway.envoy import Envoy
+from secondbrain.gateway.envoy_config import GatewayLayout, Upstream, render
+from secondbrain.gateway.server import RunningShim, start_shim
+from secondbrain.ingest.server import build_ingestor
+from secondbrain.ingest.server import create_server as create_ingest_server
+from secondbrain.service.runner import ServiceDeps
+from secondbrain.service.server import RunningServer
+from tests.chat.conftest import ChatStack, stack  # noqa: F401 - the fixture this one builds on
+
+ALLOWED_ORIGIN = "http://localhost:5173"
+
+
+@dataclass
+class Gateway:
+    chat: ChatStack
+    workdir: Path
+    ingest_address: str = ""
+    shim: RunningShim | None = None
+    envoy: Envoy | None = None
+    _ingest: RunningServer | None = None
+    clients: list[httpx2.AsyncClient] = field(default_factory=list)
+
+    @property
+    def shim_url(self) -> str:
+        assert self.shim is not None
+        return f"http://127.0.0.1:{self.shim.port}"
+
+    @property
+    def envoy_url(self) -> str:
+        assert self.envoy is not None
+        return f"http://127.0.0.1:{self.envoy.port}"
+
+    def addresses(self) -> dict[str, str]:
+        return {
+            "ingest": self.ingest_address,
+            "retrieve": self.chat.retrieve_address,
+            "chat": self.chat.chat_address,
+        }
+
+    async def start(self, *, envoy: bool = True) -> None:
+        """(Re)start ingest, the shim and Envoy with the environment's current configuration."""
+        await self.stop()
+        config = load_config()
+        ingestor = build_ingestor(config, self.chat.db, self.chat.retrieve_env())
+        self._ingest = await create_ingest_server("127.0.0.1:0", ServiceDeps(config, self.chat.db), ingestor)
+        await self._ingest.start()
+        self.ingest_address = f"127.0.0.1:{self._ingest.port}"
+        self.shim = await start_shim(config.settings, host="127.0.0.1", port=0, addresses=self.addresses())
+        if envoy:
+            layout = GatewayLayout(
+                listen_host="127.0.0.1",
+                listen_port=0,
+                admin_port=0,
+                ingest=Upstream.parse(self.ingest_address),
+                retrieve=Upstream.parse(self.chat.retrieve_address),
+                chat=Upstream.parse(self.chat.chat_address),
+                shim=Upstream("127.0.0.1", self.shim.port),
+                cors_origins=(ALLOWED_ORIGIN,),
+            )
+            self.envoy = await Envoy.start(render(layout), self.workdir)
+
+    async def stop(self) -> None:
+        if self.envoy is not None:
+            await self.envoy.stop()
+            self.envoy = None
+        if self.shim is not None:
+            await self.shim.stop()
+            self.shim = None
+        if self._ingest is not None:
+            await self._ingest.stop(grace=0.5)
+            self._ingest = None
+
+    def client(self, base_url: str, **headers: str) -> httpx2.AsyncClient:
+        """An HTTP/1.1 client, as a browser's fetch is to a plain-HTTP origin; closed with the fixture."""
+        client = httpx2.AsyncClient(base_url=base_url, headers=headers, timeout=30.0)
+        self.clients.append(client)
+        return client
+
+
+@dataclass(frozen=True)
+class ServerSentEvent:
+    event: str
+    data: Any
+
+
+def parse_sse(text: str) -> list[ServerSentEvent]:
+    """The events of an SSE body (comments skipped), each event's data parsed as JSON."""
+    events = []
+    for block in text.split("\n\n"):
+        lines = [line for line in block.split("\n") if line and not line.startswith(":")]
+        if not lines:
+            continue
+        fields = dict(line.split(": ", 1) for line in lines)
+        events.append(ServerSentEvent(fields["event"], json.loads(fields["data"])))
+    return events
+
+
+@pytest.fixture
+async def gateway(stack: ChatStack, tmp_path: Path) -> AsyncIterator[Gateway]:  # noqa: F811
+    handle = Gateway(stack, tmp_path / "envoy")
+    try:
+        await handle.start()
+        yield handle
+    finally:
+        for client in handle.clients:
+            await client.aclose()
+        await handle.stop()
