@@ -62,9 +62,7 @@ async def test_unary_calls_reach_each_service_by_its_path(gateway: Gateway) -> N
     options = await call(client, "/secondbrain.chat.v1.ChatService/GetOptions", chat.GetOptionsRequest())
     assert options.grpc_status == 0
     assert "openai" in [p.id for p in options.decode(chat.GetOptionsResponse)[0].providers]
-    status = await call(
-        client, "/secondbrain.ingest.v1.IngestService/GetIndexStatus", ingest.GetIndexStatusRequest()
-    )
+    status = await call(client, "/secondbrain.ingest.v1.IngestService/GetIndexStatus", ingest.GetIndexStatusRequest())
     assert status.grpc_status == 0 and status.decode(ingest.GetIndexStatusResponse)[0].notes == 3
     search = await call(
         client, "/secondbrain.retrieve.v1.RetrieveService/Search", retrieve.SearchRequest(query="Lisbon")
