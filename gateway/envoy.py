@@ -41,7 +41,7 @@ def validate(config_path: Path) -> None:
         raise ConfigError(f"Envoy rejects {config_path}: " + " ".join(reason[-3:]))
 
 
-def _command(config_path: Path, admin_address_path: Path, log_level: str) -> list[str]:
+def command(config_path: Path, admin_address_path: Path, log_level: str) -> list[str]:
     return [
         str(envoy_binary()),
         "-c",
@@ -73,9 +73,9 @@ class Envoy:
         cls, config_yaml: str, workdir: Path, *, log_level: str = "warning", within_seconds: float = 30.0
     ) -> Envoy:
         """Write `config_yaml` into `workdir`, start Envoy on it, and return once it reports ready."""
-        config_path, admin_address_path = _prepare(workdir, config_yaml)
+        config_path, admin_address_path = prepare(workdir, config_yaml)
         process = await asyncio.create_subprocess_exec(
-            *_command(config_path, admin_address_path, log_level), stdin=subprocess.DEVNULL
+            *command(config_path, admin_address_path, log_level), stdin=subprocess.DEVNULL
         )
         try:
             admin_address, port = await _wait_until_ready(process, admin_address_path, within_seconds)
@@ -88,7 +88,7 @@ class Envoy:
         await _terminate(self.process)
 
 
-def _prepare(workdir: Path, config_yaml: str) -> tuple[Path, Path]:
+def prepare(workdir: Path, config_yaml: str) -> tuple[Path, Path]:
     """The config written into `workdir`, and where Envoy will write its admin address (cleared first)."""
     workdir.mkdir(parents=True, exist_ok=True)
     config_path = workdir / "envoy.yaml"

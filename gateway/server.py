@@ -14,7 +14,7 @@ import uvicorn
 
 from secondbrain.config import Config, Settings
 from secondbrain.errors import Unavailable
-from secondbrain.gateway.envoy import Envoy
+from secondbrain.gateway.envoy import command, prepare
 from secondbrain.gateway.envoy_config import local_layout, render
 from secondbrain.gateway.shim import Backends, create_app
 from secondbrain.jsonlog import configure_logging
@@ -22,6 +22,8 @@ from secondbrain.jsonlog import configure_logging
 log = logging.getLogger(__name__)
 
 SERVICES = ("ingest", "retrieve", "chat")
+# Envoy at "info" prints dozens of lines at every start; warnings are what a person needs to see.
+ENVOY_LOG_LEVEL = {"DEBUG": "debug", "INFO": "warning", "WARNING": "warning", "ERROR": "error"}
 # A stream still open at shutdown gets this long to finish before its connection is closed.
 SHUTDOWN_GRACE_SECONDS = 5
 
@@ -106,20 +108,18 @@ async def main_shim(config: Config, port: int | None = None) -> None:
     log.info("stopped")
 
 
-async def main_envoy(config: Config, port: int | None = None) -> None:
-    """`secondbrain serve envoy`: Envoy with the local rendering of the template, until a signal."""
+def main_envoy(config: Config, port: int | None = None) -> None:
+    """`secondbrain serve envoy`: render the local config, then become Envoy (exec), so a signal to this process
+    reaches Envoy itself and no Envoy outlives its supervisor."""
     settings = config.settings
     configure_logging(settings.log_level, settings.log_format, service="envoy")
     _say_who_may_connect(settings, "gateway")
-    envoy = await Envoy.start(render(local_layout(settings, listen_port=port)), settings.data_dir / "envoy")
-    log.info("serving", extra={"service": "envoy", "port": envoy.port, "admin": envoy.admin_address})
-    try:
-        waiting = asyncio.ensure_future(envoy.process.wait())
-        signalled = asyncio.ensure_future(_until_signalled())
-        await asyncio.wait([waiting, signalled], return_when=asyncio.FIRST_COMPLETED)
-        if waiting.done():
-            raise Unavailable(f"Envoy exited with code {envoy.process.returncode}; its log is above")
-        signalled.cancel()
-    finally:
-        await envoy.stop()
-    log.info("stopped")
+    config_path, admin_address_path = prepare(
+        settings.data_dir / "envoy", render(local_layout(settings, listen_port=port))
+    )
+    log.info(
+        "starting envoy", extra={"config": str(config_path), "port": settings.gateway_port if port is None else port}
+    )
+    logging.shutdown()
+    argv = command(config_path, admin_address_path, ENVOY_LOG_LEVEL[settings.log_level])
+    os.execv(argv[0], argv)

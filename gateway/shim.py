@@ -107,12 +107,25 @@ async def _request_message(request: Request, endpoint: Endpoint) -> Message:
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise InvalidInput(f"the request body is not valid JSON: {error}") from None
         from_json(data, message, "request body")
+        if request.method == "PATCH":
+            _mask_from_body(message, data)
     else:
         params = {key: request.query_params.getlist(key) for key in request.query_params}
         from_json(from_query(params, endpoint.request), message, "query")
     for name in endpoint.path_parameters:
         setattr(message, name, request.path_params[name])
     return message
+
+
+def _mask_from_body(message: Message, data: dict[str, Any]) -> None:
+    """PATCH changes what the body names: without an explicit updateMask, the mask is the body's fields (as
+    grpc-gateway does), so `{"title": "x"}` renames and leaves the rest alone."""
+    fields = message.DESCRIPTOR.fields_by_name
+    if "update_mask" not in fields or message.HasField("update_mask"):  # type: ignore[arg-type]
+        return
+    by_json_name = {field.json_name: field.name for field in message.DESCRIPTOR.fields}
+    named = [by_json_name.get(key, key) for key in data]
+    message.update_mask.paths.extend(name for name in named if name in fields)
 
 
 def _sse(event: str, data: Mapping[str, Any]) -> bytes:

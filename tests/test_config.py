@@ -59,6 +59,41 @@ def test_bad_environment_names_the_variable(monkeypatch: pytest.MonkeyPatch, var
     assert variable in str(raised.value)
 
 
+def test_every_address_defaults_to_the_host_and_its_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SECONDBRAIN_CHAT_ADDRESS", "chat.secondbrain.svc:50053")
+    settings = load_settings()
+    assert settings.address_of("ingest") == "127.0.0.1:50051"
+    assert settings.address_of("chat") == "chat.secondbrain.svc:50053"
+    assert (settings.port_for("shim"), settings.port_for("gateway")) == (8081, 8080)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "::", "notes.example"])
+def test_listening_beyond_loopback_needs_a_token(monkeypatch: pytest.MonkeyPatch, host: str) -> None:
+    monkeypatch.setenv("SECONDBRAIN_HOST", host)
+    with pytest.raises(ConfigError) as raised:
+        load_settings()
+    assert "SECONDBRAIN_API_TOKEN" in str(raised.value) and host in str(raised.value)
+    monkeypatch.setenv("SECONDBRAIN_API_TOKEN", "a-long-random-secret")
+    settings = load_settings()
+    assert settings.token == "a-long-random-secret"
+    assert "a-long-random-secret" not in repr(settings), "the token never shows in a repr or a log"
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
+def test_loopback_needs_no_token(monkeypatch: pytest.MonkeyPatch, host: str) -> None:
+    monkeypatch.setenv("SECONDBRAIN_HOST", host)
+    assert load_settings().token is None
+
+
+def test_cors_origins_are_a_comma_separated_list_of_origins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SECONDBRAIN_CORS_ORIGINS", "http://localhost:5173, https://notes.example/")
+    assert load_settings().cors_origins == ["http://localhost:5173", "https://notes.example"]
+    monkeypatch.setenv("SECONDBRAIN_CORS_ORIGINS", "notes.example")
+    with pytest.raises(ConfigError) as raised:
+        load_settings()
+    assert "SECONDBRAIN_CORS_ORIGINS" in str(raised.value) and "scheme://host" in str(raised.value)
+
+
 def test_vault_without_config_file_gets_defaults(tmp_path: Path) -> None:
     assert load_vault_config(tmp_path).ingest.ignore == []
 

@@ -7,10 +7,13 @@ import signal
 import socket
 import sys
 
+import httpx2
 import psutil
 import pytest
 
 from secondbrain.service.health_client import check_health
+
+GRPC = ("ingest", "retrieve", "chat")
 
 
 def _free_ports(count: int) -> list[int]:
@@ -33,7 +36,7 @@ async def _read_until(stream: asyncio.StreamReader, marker: str, seen: list[str]
 
 @pytest.fixture
 async def up(service_env: dict[str, str]):
-    ports = dict(zip(("ingest", "retrieve", "chat"), _free_ports(3), strict=True))
+    ports = dict(zip(("ingest", "retrieve", "chat", "shim", "gateway"), _free_ports(5), strict=True))
     env = {**service_env, **{f"SECONDBRAIN_{name.upper()}_PORT": str(port) for name, port in ports.items()}}
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "secondbrain", "up", env=env, stderr=asyncio.subprocess.PIPE
@@ -47,20 +50,32 @@ async def up(service_env: dict[str, str]):
         await process.wait()
 
 
-async def test_up_serves_all_three_and_ctrl_c_stops_them(up) -> None:
+async def test_up_serves_everything_and_ctrl_c_stops_it(up) -> None:
     process, ports, seen = up
     output = "".join(seen)
-    for name, port in ports.items():
-        assert f"grpc://127.0.0.1:{port}" in output
-        assert await check_health(f"127.0.0.1:{port}") == "SERVING", name
+    for name in GRPC:
+        assert f"grpc://127.0.0.1:{ports[name]}" in output
+        assert await check_health(f"127.0.0.1:{ports[name]}") == "SERVING", name
+    gateway = f"http://127.0.0.1:{ports['gateway']}/"
+    assert f"envoy     {gateway}" in output and f"Open {gateway} in a browser" in output
+    assert "loopback only" in output
+    async with httpx2.AsyncClient(base_url=gateway, timeout=10) as client:
+        options = await client.get("/api/chat/options")
+        assert options.status_code == 200 and options.json()["providers"], "REST through Envoy to chat"
+        assert (await client.get(f"http://127.0.0.1:{ports['shim']}/healthz")).status_code == 200
     children = psutil.Process(process.pid).children()
-    assert len(children) == 3
+    # Five children, Envoy among them as itself (exec'd), so nothing of it can outlive the run.
+    assert len(children) == 5 and any(child.name() == "envoy" for child in children)
     process.send_signal(signal.SIGINT)
     assert await asyncio.wait_for(process.wait(), 60) == 0
     for child in children:
         assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
-    for port in ports.values():
-        assert await check_health(f"127.0.0.1:{port}", rpc_timeout=1) == "UNREACHABLE"
+    for name in GRPC:
+        assert await check_health(f"127.0.0.1:{ports[name]}", rpc_timeout=1) == "UNREACHABLE"
+    for name in ("shim", "gateway"):
+        with pytest.raises(httpx2.ConnectError):
+            async with httpx2.AsyncClient(timeout=2) as client:
+                await client.get(f"http://127.0.0.1:{ports[name]}/healthz")
 
 
 async def test_a_dying_child_stops_the_run_and_says_which(up) -> None:
@@ -69,6 +84,6 @@ async def test_a_dying_child_stops_the_run_and_says_which(up) -> None:
     retrieve.kill()
     assert process.stderr is not None
     await _read_until(process.stderr, "stopping everything", seen)
-    assert "the retrieve service exited" in seen[-1]
+    assert "the retrieve server exited" in seen[-1]
     assert await asyncio.wait_for(process.wait(), 60) == 1
     assert await check_health(f"127.0.0.1:{ports['chat']}", rpc_timeout=1) == "UNREACHABLE"

@@ -31,6 +31,14 @@ class Service(StrEnum):
     chat = "chat"
 
 
+class Server(StrEnum):
+    ingest = "ingest"
+    retrieve = "retrieve"
+    chat = "chat"
+    shim = "shim"
+    envoy = "envoy"
+
+
 VaultOption = Annotated[
     Path | None, typer.Option("--vault", help="The vault folder; default SECONDBRAIN_VAULT.", show_default=False)
 ]
@@ -54,33 +62,90 @@ def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
 
 @app.command()
 def serve(
-    service: Annotated[Service, typer.Argument(help="Which service to run.")],
+    service: Annotated[Server, typer.Argument(help="Which server to run.")],
     port: Annotated[
-        int | None, typer.Option(help="Port to listen on (0: any free port); default from SECONDBRAIN_<SERVICE>_PORT.")
+        int | None,
+        typer.Option(
+            help="Port to listen on (0: any free port); default from SECONDBRAIN_<SERVICE>_PORT "
+            "(SECONDBRAIN_GATEWAY_PORT for envoy)."
+        ),
     ] = None,
     host: Annotated[str | None, typer.Option(help="Address to bind; default SECONDBRAIN_HOST (127.0.0.1).")] = None,
     vault: VaultOption = None,
 ) -> None:
-    """Run one gRPC service until SIGTERM or Ctrl-C.
+    """Run one server until SIGTERM or Ctrl-C.
 
-    It uses DATABASE_URL, or starts (or joins) the embedded PostgreSQL when that is unset, applies any pending
-    migrations, and answers the standard gRPC health check once ready.
+    ingest, retrieve and chat are gRPC services: each uses DATABASE_URL, or starts (or joins) the embedded
+    PostgreSQL when that is unset, applies pending migrations, and answers the gRPC health check once ready.
+    shim is the REST + server-sent events API; envoy is the gateway a browser talks to (grpc-web, /api/ and the
+    web UI), in front of the others at their configured addresses.
     """
+    if service is Server.envoy:
+        from secondbrain.gateway.server import main_envoy
+
+        try:
+            main_envoy(_config(host=host, vault=vault), port)
+        except SecondbrainError as error:
+            typer.echo(f"secondbrain: {error}", err=True)
+            raise typer.Exit(1) from None
+        return
 
     async def go() -> None:
         config = _config(host=host, vault=vault)
+        if service is Server.shim:
+            from secondbrain.gateway.server import main_shim
+
+            await main_shim(config, port)
+            return
         module = importlib.import_module(f"secondbrain.{service.value}.server")
         await module.main(config, port)
 
     _run(go())
 
 
+@app.command("gateway-config")
+def gateway_config(
+    kubernetes: Annotated[
+        bool, typer.Option("--kubernetes", help="Upstreams by Kubernetes service name, listening on every interface.")
+    ] = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file instead of printing.", show_default=False)
+    ] = None,
+) -> None:
+    """Render Envoy's configuration from the gateway template and check it with Envoy itself.
+
+    Without --kubernetes it points at the services on this machine (their configured ports), as `secondbrain up`
+    runs it. CORS origins come from SECONDBRAIN_CORS_ORIGINS.
+    """
+    import tempfile
+
+    from secondbrain.gateway.envoy import validate
+    from secondbrain.gateway.envoy_config import kubernetes_layout, local_layout, render
+
+    try:
+        settings = _config().settings
+        text = render(kubernetes_layout(settings) if kubernetes else local_layout(settings))
+        with tempfile.TemporaryDirectory() as directory:
+            checked = Path(directory) / "envoy.yaml"
+            checked.write_text(text, encoding="utf-8")
+            validate(checked)
+    except SecondbrainError as error:
+        typer.echo(f"secondbrain: {error}", err=True)
+        raise typer.Exit(1) from None
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {output} (Envoy accepts it)", err=True)
+
+
 @app.command()
 def up(vault: VaultOption = None) -> None:
-    """Run every service together, supervised, until Ctrl-C.
+    """Run the whole system, supervised, until Ctrl-C.
 
-    Prepares the database first, starts ingest, retrieve and chat, waits until each reports healthy, and prints
-    their addresses. If one of them dies, everything stops and the message says which.
+    Prepares the database first, starts ingest, retrieve and chat, then the REST shim and Envoy, waits until each
+    is ready, and prints their addresses: open the gateway's in a browser. If one of them dies, everything stops
+    and the message says which.
     """
     from secondbrain import supervisor
 

@@ -1,8 +1,9 @@
-"""`secondbrain up`: every service as a child process of one supervised tree.
+"""`secondbrain up`: every server as a child process of one supervised tree.
 
 The supervisor starts (or joins) the database first and migrates it, so the children find it ready; then it starts
-each service, waits for each to report SERVING, and prints where they are. Ctrl-C (or SIGTERM) stops the children
-gracefully; a child that dies stops the whole run with a message saying which one and where its output went.
+the three gRPC services, the REST shim and Envoy, waits for each to be ready (the gRPC health check; the shim's
+/healthz; the same through Envoy, which proves the whole browser path), and prints where they are. Ctrl-C (or
+SIGTERM) stops the children gracefully; a child that dies stops the whole run with a message saying which one.
 """
 
 from __future__ import annotations
@@ -12,14 +13,19 @@ import contextlib
 import os
 import signal
 import sys
+import time
 from dataclasses import dataclass
 
-from secondbrain.config import Config
+import httpx2
+
+from secondbrain.config import Config, Settings
 from secondbrain.db import Database
 from secondbrain.errors import Unavailable
-from secondbrain.service.health_client import wait_until_serving
+from secondbrain.service.health_client import check_health
 
-SERVICES = ("ingest", "retrieve", "chat")
+GRPC_SERVICES = ("ingest", "retrieve", "chat")
+# In start order: the gateway comes after what it routes to.
+SERVERS = (*GRPC_SERVICES, "shim", "envoy")
 STARTUP_TIMEOUT_SECONDS = 60.0
 
 
@@ -29,18 +35,48 @@ class Child:
     address: str
     process: asyncio.subprocess.Process
 
+    @property
+    def url(self) -> str:
+        return f"grpc://{self.address}" if self.name in GRPC_SERVICES else f"http://{self.address}/"
+
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _address(name: str, settings: Settings) -> str:
+    port = settings.port_for("gateway" if name == "envoy" else name)
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+    return f"{host}:{port}"
+
+
 async def _spawn(name: str, config: Config) -> Child:
-    settings = config.settings
-    port = settings.port_for(name)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "secondbrain", "serve", name, env=os.environ.copy(), start_new_session=True
     )
-    return Child(name=name, address=f"{settings.host}:{port}", process=process)
+    return Child(name=name, address=_address(name, config.settings), process=process)
+
+
+async def _is_ready(child: Child) -> bool:
+    if child.name in GRPC_SERVICES:
+        return await check_health(child.address, rpc_timeout=1.0) == "SERVING"
+    # Through Envoy, /healthz reaches the shim: the whole HTTP path answers.
+    try:
+        async with httpx2.AsyncClient(timeout=1.0) as client:
+            return (await client.get(f"http://{child.address}/healthz")).status_code == 200
+    except httpx2.HTTPError:
+        return False
+
+
+async def _wait_until_ready(child: Child) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if child.process.returncode is not None:
+            raise Unavailable(f"the {child.name} server exited with code {child.process.returncode}; see its log above")
+        if await _is_ready(child):
+            return
+        await asyncio.sleep(0.2)
+    raise Unavailable(f"the {child.name} server did not become ready on {child.address}; see its log above")
 
 
 async def _stop(children: list[Child], grace: float) -> None:
@@ -67,16 +103,20 @@ async def run(config: Config) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
-        for name in SERVICES:
+        for name in GRPC_SERVICES:
             children.append(await _spawn(name, config))
         for child in children:
-            if not await wait_until_serving(child.address, STARTUP_TIMEOUT_SECONDS):
-                raise Unavailable(
-                    f"the {child.name} service did not become healthy on {child.address}; see its log above"
-                )
+            await _wait_until_ready(child)
+        for name in ("shim", "envoy"):
+            children.append(await _spawn(name, config))
+            await _wait_until_ready(children[-1])
         _say("secondbrain is up:")
         for child in children:
-            _say(f"  {child.name:<9} grpc://{child.address}")
+            _say(f"  {child.name:<9} {child.url}")
+        gateway = children[-1]
+        _say(f"Open {gateway.url} in a browser; the REST API is described at {gateway.url}api/openapi.json")
+        if settings.token is None:
+            _say("No SECONDBRAIN_API_TOKEN is set, so everything listens on loopback only.")
         _say("Press Ctrl-C to stop.")
         waits = {asyncio.ensure_future(child.process.wait()): child for child in children}
         stopped = asyncio.ensure_future(stop.wait())
@@ -88,7 +128,7 @@ async def run(config: Config) -> int:
             _say("secondbrain: stopping")
             return 0
         dead = next(waits[task] for task in done if task in waits)
-        _say(f"secondbrain: the {dead.name} service exited with code {dead.process.returncode}; stopping everything")
+        _say(f"secondbrain: the {dead.name} server exited with code {dead.process.returncode}; stopping everything")
         return 1
     finally:
         await _stop(children, settings.shutdown_grace_seconds)
