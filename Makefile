@@ -58,6 +58,7 @@ bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (takes
 	$(BIN)/python -m bench.ingest
 	$(BIN)/python -m bench.retrieve
 	$(BIN)/python -m bench.chat
+	$(BIN)/python -m bench.gateway
 
 clean: ## Remove the virtualenv, npm tools and caches (not your data)
 	rm -rf $(VENV) node_modules $(STAMPS) .pytest_cache .ruff_cache

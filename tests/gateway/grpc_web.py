@@ -8,6 +8,7 @@ message may instead answer "trailers-only", with grpc-status in the HTTP headers
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -44,37 +45,64 @@ class GrpcWebReply:
         return [message_class.FromString(payload) for payload in self.messages]
 
 
-def parse_body(body: bytes, reply: GrpcWebReply) -> None:
-    offset = 0
-    while offset < len(body):
-        flag, length = body[offset], int.from_bytes(body[offset + 1 : offset + 5], "big")
-        payload = body[offset + 5 : offset + 5 + length]
-        assert len(payload) == length, "a frame was cut short"
-        offset += 5 + length
-        if flag & 0x80:
-            for line in payload.decode().split("\r\n"):
-                if line:
-                    name, _, value = line.partition(":")
-                    reply.trailers[name.strip().lower()] = value.strip()
-        else:
-            reply.messages.append(payload)
+class FrameReader:
+    """Splits a grpc-web body into frames as its bytes arrive, however the network cuts them."""
+
+    def __init__(self, reply: GrpcWebReply) -> None:
+        self.reply = reply
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Add `data`; the messages it completed (trailers go into the reply)."""
+        self._buffer += data
+        messages = []
+        while len(self._buffer) >= 5:
+            flag, length = self._buffer[0], int.from_bytes(self._buffer[1:5], "big")
+            if len(self._buffer) < 5 + length:
+                break
+            payload = bytes(self._buffer[5 : 5 + length])
+            del self._buffer[: 5 + length]
+            if flag & 0x80:
+                for line in payload.decode().split("\r\n"):
+                    if line:
+                        name, _, value = line.partition(":")
+                        self.reply.trailers[name.strip().lower()] = value.strip()
+            else:
+                messages.append(payload)
+        return messages
+
+    def finish(self) -> None:
+        assert not self._buffer, "the body ended part way through a frame"
 
 
-async def call(
+async def stream(
     client: httpx2.AsyncClient, method_path: str, request: Message, headers: dict[str, str] | None = None
-) -> GrpcWebReply:
-    """POST `request` to `method_path` as grpc-web and read the whole response, however many pieces it takes."""
-    body = bytearray()
-    chunks = 0
+) -> AsyncIterator[tuple[GrpcWebReply, bytes | None]]:
+    """POST `request` to `method_path` as grpc-web; yields (reply, message) as each message arrives, then
+    (reply, None) once the body is read, the trailers in the reply."""
     async with client.stream(
         "POST",
         method_path,
         content=frame(request),
         headers={"content-type": CONTENT_TYPE, "x-grpc-web": "1", "accept": CONTENT_TYPE, **(headers or {})},
     ) as response:
+        reply = GrpcWebReply(response.status_code, response.headers)
+        reader = FrameReader(reply)
         async for chunk in response.aiter_raw():
-            body += chunk
-            chunks += 1
-        reply = GrpcWebReply(response.status_code, response.headers, chunks=chunks)
-    parse_body(bytes(body), reply)
-    return reply
+            reply.chunks += 1
+            for message in reader.feed(chunk):
+                reply.messages.append(message)
+                yield reply, message
+        reader.finish()
+        yield reply, None
+
+
+async def call(
+    client: httpx2.AsyncClient, method_path: str, request: Message, headers: dict[str, str] | None = None
+) -> GrpcWebReply:
+    """POST `request` to `method_path` as grpc-web and read the whole response, however many pieces it takes."""
+    last = None
+    async for reply, _ in stream(client, method_path, request, headers):
+        last = reply
+    assert last is not None
+    return last
