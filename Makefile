@@ -7,7 +7,7 @@ BUF    := node_modules/.bin/buf
 STAMPS := .make
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint format generate check-generated pytest bench clean
+.PHONY: help setup run test lint format generate check-generated pytest bench clean ui
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-16s %s\n", $$1, $$2}'
@@ -24,9 +24,30 @@ $(STAMPS)/npm: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-setup: $(STAMPS)/venv $(STAMPS)/npm ## Create the virtualenv and install the Python and npm tools
+# The web UI's npm packages, from its own lock file.
+$(STAMPS)/ui-npm: ui/package.json ui/package-lock.json
+	@mkdir -p $(STAMPS)
+	npm ci --prefix ui --no-audit --no-fund --loglevel=error
+	@touch $@
 
-run: setup ## Run every service on the embedded PostgreSQL (Ctrl-C stops)
+# Debian's Chromium, for the browser tests (Playwright drives it; nothing downloads a browser of its own).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+$(STAMPS)/chromium:
+	@mkdir -p $(STAMPS)
+	command -v chromium >/dev/null || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium)
+	@touch $@
+
+setup: $(STAMPS)/venv $(STAMPS)/npm $(STAMPS)/ui-npm $(STAMPS)/chromium ## Install the Python and npm tools and Chromium
+
+# The UI is built from its sources and the protos (its client code is generated from them); not committed.
+UI_SOURCES := $(shell find ui/src -path ui/src/gen -prune -o -type f -print 2>/dev/null) \
+	ui/index.html ui/vite.config.ts ui/tsconfig.json ui/buf.gen.yaml $(wildcard protos/secondbrain/*/*.proto protos/secondbrain/*/v1/*.proto)
+ui/dist/index.html: $(STAMPS)/ui-npm $(UI_SOURCES)
+	npm --prefix ui run --silent build
+
+ui: ui/dist/index.html ## Build the web UI into ui/dist (served by the gateway under /)
+
+run: setup ui ## Run the whole system on the embedded PostgreSQL; open the printed URL (Ctrl-C stops)
 	$(BIN)/secondbrain up
 
 generate: $(STAMPS)/venv ## Regenerate gen/python from protos/
@@ -49,7 +70,7 @@ format: setup ## Rewrite Python and proto files in the house style
 	$(BIN)/ruff format .
 	$(BUF) format --write
 
-pytest: setup
+pytest: setup ui
 	$(BIN)/pytest
 
 test: lint check-generated pytest ## Everything CI checks
@@ -61,4 +82,4 @@ bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (takes
 	$(BIN)/python -m bench.gateway
 
 clean: ## Remove the virtualenv, npm tools and caches (not your data)
-	rm -rf $(VENV) node_modules $(STAMPS) .pytest_cache .ruff_cache
+	rm -rf $(VENV) node_modules ui/node_modules ui/dist ui/src/gen build $(STAMPS) .pytest_cache .ruff_cache

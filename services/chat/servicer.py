@@ -27,7 +27,11 @@ from secondbrain.v1 import retrieval_pb2 as common
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ChatService"].full_name
 
 ROLES = {"user": common.MESSAGE_ROLE_USER, "assistant": common.MESSAGE_ROLE_ASSISTANT}
-STATUSES = {"complete": pb.MESSAGE_STATUS_COMPLETE, "incomplete": pb.MESSAGE_STATUS_INCOMPLETE}
+STATUSES = {
+    "complete": pb.MESSAGE_STATUS_COMPLETE,
+    "incomplete": pb.MESSAGE_STATUS_INCOMPLETE,
+    "pending": pb.MESSAGE_STATUS_PENDING,
+}
 RETRYABLE = (Unavailable, ResourceExhausted)
 
 

@@ -312,7 +312,7 @@ async def start_turn(
     """Store the question and the answer's placeholder in one transaction; name an untitled conversation `title`.
 
     Returns (user message id, assistant message id), or None when the conversation does not exist. The placeholder
-    is incomplete with `placeholder_error` until `finish_turn` fills it, so a service that dies mid-answer leaves an
+    is pending with `placeholder_error` until `finish_turn` fills it, so a service that dies mid-answer leaves an
     honest record rather than nothing.
     """
     async with connection.transaction():
@@ -330,7 +330,7 @@ async def start_turn(
         ids = await connection.fetch(
             """
             INSERT INTO chat_messages (conversation_id, role, content, status, error)
-            VALUES ($1, 'user', $2, 'complete', ''), ($1, 'assistant', '', 'incomplete', $3)
+            VALUES ($1, 'user', $2, 'complete', ''), ($1, 'assistant', '', 'pending', $3)
             RETURNING id
             """,
             conversation_id,

@@ -161,6 +161,8 @@ async def test_a_client_cancel_stops_the_upstream_request_and_stores_the_partial
         received.append(event)
         if len(received) == 3:  # sources and two deltas
             break
+    while_streaming = (await stack.get(conversation_id)).messages[1]
+    assert while_streaming.status == pb.MESSAGE_STATUS_PENDING, "the answer row says it is still being written"
     call.cancel()
 
     async def disconnected() -> bool:

@@ -34,6 +34,8 @@ class _MessageStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Message
     """The answer finished."""
     MESSAGE_STATUS_INCOMPLETE: _MessageStatus.ValueType  # 2
     """The answer stopped part way (an error or a cancel); the content is what arrived."""
+    MESSAGE_STATUS_PENDING: _MessageStatus.ValueType  # 3
+    """The answer is still being written; if it stays so, the service that wrote it stopped before it finished."""
 
 class MessageStatus(_MessageStatus, metaclass=_MessageStatusEnumTypeWrapper):
     """Whether an assistant message is whole."""
@@ -44,6 +46,8 @@ MESSAGE_STATUS_COMPLETE: MessageStatus.ValueType  # 1
 """The answer finished."""
 MESSAGE_STATUS_INCOMPLETE: MessageStatus.ValueType  # 2
 """The answer stopped part way (an error or a cancel); the content is what arrived."""
+MESSAGE_STATUS_PENDING: MessageStatus.ValueType  # 3
+"""The answer is still being written; if it stays so, the service that wrote it stopped before it finished."""
 Global___MessageStatus: _TypeAlias = MessageStatus  # noqa: Y015
 
 @_typing.final

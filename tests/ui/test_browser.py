@@ -1,0 +1,169 @@
+"""The web UI in a real browser (Debian's Chromium, driven by Playwright) against the whole stack: Envoy serving the
+built UI and grpc-web, the services on port 0, a local LLM server answering at a visible pace.
+
+Screenshots of the panel and the settings modal are saved under build/screenshots/ (not committed).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, Page, async_playwright, expect
+
+from secondbrain.gateway.server import default_ui_dir
+from tests.gateway.conftest import Gateway
+from tests.wire import Reply
+
+QUESTION = "How often do I water the tomatoes?"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Root in a container needs --no-sandbox; the rest keeps Chromium off a network this machine does not have.
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+# The UI joins heading paths with this.
+NEXT = "\u203a"
+
+
+def _check_prerequisites() -> None:
+    assert (default_ui_dir() / "index.html").is_file(), "the web UI is not built: run `make ui`"
+    assert Path(CHROMIUM).exists(), "Chromium is not installed: run `make setup` (it installs Debian's chromium)"
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    _check_prerequisites()
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+@pytest.fixture
+async def page(browser: Browser, gateway: Gateway) -> AsyncIterator[Page]:
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    opened = await context.new_page()
+    messages: list[str] = []
+    opened.on("pageerror", lambda error: messages.append(str(error)))
+    await opened.goto(gateway.envoy_url)
+    yield opened
+    await context.close()
+    assert not messages, f"the page threw: {messages}"
+
+
+async def ask(page: Page, question: str) -> None:
+    await page.get_by_label("Your question").fill(question)
+    await page.get_by_role("button", name="Send").click()
+
+
+@pytest.mark.timeout(180)
+async def test_ask_cite_change_persona_and_find_the_conversation_after_a_reload(gateway: Gateway, page: Page) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    llm = gateway.chat.llm
+    deltas = ["Every morning ", "before nine, ", "and the basil ", "less often [1]."]
+    llm.script.push(Reply(deltas=deltas, delay=0.4))
+
+    await page.get_by_role("button", name="Open chat").click()
+    panel = page.get_by_role("dialog", name="Chat")
+    await expect(panel).to_be_visible()
+    await ask(page, QUESTION)
+
+    # The answer streams in: part of it shows, with the Stop button, before the rest has arrived.
+    answer = page.get_by_test_id("answer").last
+    await expect(answer).to_contain_text("Every morning")
+    await expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    assert "less often" not in await answer.inner_text(), "the first words showed before the last were written"
+    await expect(answer).to_contain_text("less often", timeout=15_000)
+    await expect(page.get_by_role("button", name="Send")).to_be_visible()
+
+    # A citation opens the passage it cites.
+    await answer.locator("button.cite").first.click()
+    passage = page.get_by_role("dialog", name="Passage 1")
+    await expect(passage).to_contain_text("Projects/Garden.md")
+    await expect(passage).to_contain_text("Water the tomatoes every morning")
+    await expect(passage).to_contain_text(f"Garden {NEXT} Watering")
+    await expect(passage).to_contain_text("lines")
+    # How the passages were found is there on request.
+    await answer.get_by_role("button", name="How were these found?").click()
+    await expect(answer).to_contain_text("Vector search: ran")
+    await expect(answer).to_contain_text(QUESTION)
+    await page.screenshot(path=SCREENSHOTS / "chat-panel.png")
+    await passage.get_by_role("button", name="Close passage").click()
+
+    # Settings: choose the gardener persona; the next conversation uses it.
+    await page.get_by_role("button", name="Settings").click()
+    settings = page.get_by_role("dialog", name="Chat settings")
+    await expect(settings).to_be_visible()
+    await settings.get_by_label("Persona").select_option("gardener")
+    await page.screenshot(path=SCREENSHOTS / "settings-modal.png")
+    await settings.get_by_role("button", name="Save").click()
+    await expect(settings).to_be_hidden()
+
+    await page.get_by_role("button", name="+ New conversation").click()
+    await expect(panel.get_by_label("Persona", exact=True)).to_have_value("gardener")
+    llm.script.push(Reply(deltas=["Mornings, lad [1]."]))
+    await ask(page, "And the soil?")
+    await expect(page.get_by_test_id("answer").last).to_contain_text("Mornings, lad")
+    system = gateway.chat.answer_requests()[-1].json["messages"][0]["content"]
+    assert "Speak as a head gardener with forty years" in system, "the persona chosen in settings reached the model"
+
+    # After a reload, both conversations are in the list, and the first still has its cited answer.
+    await page.reload()
+    await page.get_by_role("button", name="Open chat").click()
+    conversations = page.locator("nav.conversations li")
+    await expect(conversations).to_have_count(2)
+    await expect(conversations.first).to_contain_text("And the soil?")
+    await page.get_by_role("button", name=QUESTION).click()
+    restored = page.get_by_test_id("answer").last
+    await expect(restored).to_contain_text("Every morning before nine")
+    await expect(restored.locator("button.cite")).to_have_count(1)
+
+
+async def test_a_missing_provider_and_a_stop_show_as_a_person_would_want(gateway: Gateway, page: Page) -> None:
+    llm = gateway.chat.llm
+    llm.script.push(Reply(deltas=[f"word{i} " for i in range(60)], delay=0.2))
+    await page.get_by_role("button", name="Open chat").click()
+    await ask(page, QUESTION)
+    answer = page.get_by_test_id("answer").last
+    await expect(answer).to_contain_text("word1")
+    await page.get_by_role("button", name="Stop").click()
+    await expect(page.get_by_role("button", name="Send")).to_be_visible()
+    await expect(page.get_by_test_id("answer").last).to_contain_text("stopped part way")
+
+    # The provider turns away the key: the message says which variable to fix.
+    llm.script.push(Reply(status=401, error_type="authentication_error", error_message="Incorrect API key"))
+    await ask(page, "And the basil?")
+    alert = page.get_by_test_id("answer").last.get_by_role("alert")
+    await expect(alert).to_contain_text("OPENAI_API_KEY")
+
+
+async def test_search_and_index_status_pages(gateway: Gateway, page: Page) -> None:
+    await page.get_by_label("Search", exact=True).fill("water")
+    await page.get_by_label("Folders").fill("Projects")
+    await page.get_by_role("button", name="Search").click()
+    hits = page.get_by_test_id("hit")
+    await expect(hits).to_have_count(1)
+    await expect(hits.first).to_contain_text("Projects/Garden.md")
+
+    await page.get_by_role("link", name="Index").click()
+    await expect(page.get_by_test_id("notes")).to_have_text("3")
+    await expect(page.locator(".status-page")).to_contain_text("Every file is indexed.")
+
+
+async def test_a_service_that_is_down_is_said_plainly(gateway: Gateway, page: Page) -> None:
+    await gateway.chat.stop_chat()
+    await page.get_by_role("button", name="Open chat").click()
+    await expect(page.get_by_role("alert").first).to_contain_text("not reachable")

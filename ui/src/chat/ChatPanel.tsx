@@ -1,0 +1,338 @@
+// The full-screen chat panel: conversations on the left, the conversation in the centre with the answer streaming
+// in, a persona dropdown and a model chip at the top, a gear for the settings.
+import { useCallback, useEffect, useRef, useState } from "react";
+import { chat, describeError, isAbort, isUnauthenticated } from "../api";
+import {
+  type Conversation,
+  type GetOptionsResponse,
+  MessageStatus,
+  type Settings,
+} from "../gen/secondbrain/chat/v1/chat_service_pb";
+import { MessageRole, type Passage, type RetrievalResult } from "../gen/secondbrain/v1/retrieval_pb";
+import { Answer, PassageView } from "./Answer";
+import { SettingsModal } from "./SettingsModal";
+
+const SETTLE_WITHIN_MS = 5000;
+
+// The conversation once its last answer is no longer pending: a stopped stream is recorded by the service a
+// moment after the browser lets go of it.
+async function settled(id: string): Promise<Conversation | undefined> {
+  const deadline = Date.now() + SETTLE_WITHIN_MS;
+  for (;;) {
+    const conversation = (await chat.getConversation({ id })).conversation;
+    const last = conversation?.messages.at(-1);
+    if (last?.status !== MessageStatus.PENDING || Date.now() > deadline) return conversation;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+  }
+}
+
+interface LiveTurn {
+  question: string;
+  sources?: RetrievalResult;
+  text: string;
+  error?: string;
+}
+
+export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void; onUnauthenticated: () => void }) {
+  const [options, setOptions] = useState<GetOptionsResponse>();
+  const [settings, setSettings] = useState<Settings>();
+  const [conversations, setConversations] = useState<Conversation[]>([]);
+  const [active, setActive] = useState<Conversation>();
+  const [freshPersona, setFreshPersona] = useState<string>();
+  const [live, setLive] = useState<LiveTurn>();
+  const [draft, setDraft] = useState("");
+  const [passage, setPassage] = useState<Passage>();
+  const [settingsOpen, setSettingsOpen] = useState(false);
+  const [renaming, setRenaming] = useState<string>();
+  const [error, setError] = useState("");
+  const [busy, setBusy] = useState(false);
+  const abort = useRef<AbortController | undefined>(undefined);
+  const bottom = useRef<HTMLDivElement>(null);
+
+  const fail = useCallback(
+    (e: unknown) => {
+      if (isUnauthenticated(e)) onUnauthenticated();
+      setError(describeError(e));
+    },
+    [onUnauthenticated],
+  );
+
+  const refreshList = useCallback(async () => {
+    try {
+      const reply = await chat.listConversations({ pageSize: 100 });
+      setConversations(reply.conversations);
+    } catch (e) {
+      fail(e);
+    }
+  }, [fail]);
+
+  useEffect(() => {
+    (async () => {
+      try {
+        const [opts, current] = await Promise.all([chat.getOptions({}), chat.getSettings({})]);
+        setOptions(opts);
+        setSettings(current.settings);
+      } catch (e) {
+        fail(e);
+      }
+    })();
+    void refreshList();
+  }, [fail, refreshList]);
+
+  useEffect(() => {
+    bottom.current?.scrollIntoView({ block: "end" });
+  }, [live?.text, active?.messages.length]);
+
+  async function open(id: string) {
+    setError("");
+    setPassage(undefined);
+    try {
+      const reply = await chat.getConversation({ id });
+      setActive(reply.conversation);
+    } catch (e) {
+      fail(e);
+    }
+  }
+
+  function startFresh() {
+    setActive(undefined);
+    setFreshPersona(undefined);
+    setPassage(undefined);
+    setError("");
+  }
+
+  const personaId = active ? active.personaId : (freshPersona ?? settings?.personaId ?? "");
+
+  async function choosePersona(id: string) {
+    if (!active) {
+      setFreshPersona(id);
+      return;
+    }
+    try {
+      const reply = await chat.updateConversation({ id: active.id, personaId: id, updateMask: { paths: ["persona_id"] } });
+      if (reply.conversation) setActive({ ...active, personaId: reply.conversation.personaId });
+    } catch (e) {
+      fail(e);
+    }
+  }
+
+  async function rename(conversation: Conversation, title: string) {
+    setRenaming(undefined);
+    if (!title.trim() || title === conversation.title) return;
+    try {
+      await chat.updateConversation({ id: conversation.id, title, updateMask: { paths: ["title"] } });
+      if (active?.id === conversation.id) setActive({ ...active, title });
+      await refreshList();
+    } catch (e) {
+      fail(e);
+    }
+  }
+
+  async function remove(conversation: Conversation) {
+    if (!window.confirm(`Delete “${conversation.title || "Untitled"}” and its messages?`)) return;
+    try {
+      await chat.deleteConversation({ id: conversation.id });
+      if (active?.id === conversation.id) startFresh();
+      await refreshList();
+    } catch (e) {
+      fail(e);
+    }
+  }
+
+  async function send(event: React.FormEvent) {
+    event.preventDefault();
+    const question = draft.trim();
+    if (!question || live) return;
+    setError("");
+    setDraft("");
+    const controller = new AbortController();
+    abort.current = controller;
+    setBusy(true);
+    let turn: LiveTurn = { question, text: "" };
+    setLive(turn);
+    let conversationId = active?.id;
+    try {
+      if (!conversationId) {
+        const created = await chat.createConversation({ personaId });
+        conversationId = created.conversation!.id;
+        setActive(created.conversation);
+      }
+      for await (const response of chat.sendMessage(
+        { conversationId, content: question },
+        { signal: controller.signal },
+      )) {
+        const event = response.event;
+        if (event.case === "sources") turn = { ...turn, sources: event.value.retrieval };
+        else if (event.case === "delta") turn = { ...turn, text: turn.text + event.value.text };
+        else if (event.case === "error") turn = { ...turn, error: event.value.message };
+        setLive(turn);
+      }
+    } catch (e) {
+      if (!isAbort(e)) {
+        if (isUnauthenticated(e)) onUnauthenticated();
+        turn = { ...turn, error: describeError(e) };
+        setLive(turn);
+      }
+    } finally {
+      abort.current = undefined;
+      setBusy(false);
+    }
+    // The stored conversation is the truth: the answer as the server kept it, complete or not, with its error.
+    if (conversationId) {
+      try {
+        const conversation = await settled(conversationId);
+        setActive(conversation);
+        const last = conversation?.messages.at(-1);
+        if (turn.error && last?.role !== MessageRole.ASSISTANT) setError(turn.error);
+      } catch (e) {
+        fail(e);
+        if (turn.error) setError(turn.error);
+      }
+      void refreshList();
+    } else if (turn.error) {
+      setError(turn.error);
+    }
+    setLive(undefined);
+  }
+
+  function stop() {
+    abort.current?.abort();
+  }
+
+  const personaName = (id: string) => options?.personas.find((p) => p.id === id)?.name ?? "Assistant";
+
+  return (
+    <div className="chat-panel" role="dialog" aria-label="Chat">
+      <nav className="conversations">
+        <button className="primary new" onClick={startFresh}>
+          + New conversation
+        </button>
+        <ul>
+          {conversations.map((c) => (
+            <li key={c.id} className={c.id === active?.id ? "active" : ""}>
+              {renaming === c.id ? (
+                <input
+                  autoFocus
+                  aria-label="New title"
+                  defaultValue={c.title}
+                  onBlur={(e) => rename(c, e.target.value)}
+                  onKeyDown={(e) => {
+                    if (e.key === "Enter") void rename(c, e.currentTarget.value);
+                    if (e.key === "Escape") setRenaming(undefined);
+                  }}
+                />
+              ) : (
+                <button className="title" onClick={() => open(c.id)}>
+                  {c.title || "Untitled"}
+                </button>
+              )}
+              <span className="item-actions">
+                <button className="icon" aria-label={`Rename ${c.title}`} onClick={() => setRenaming(c.id)}>
+                  ✎
+                </button>
+                <button className="icon" aria-label={`Delete ${c.title}`} onClick={() => remove(c)}>
+                  <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
+                    <path fill="currentColor" d="M9 3h6l1 2h4v2H4V5h4l1-2zm-3 6h12l-1 12H7L6 9z" />
+                  </svg>
+                </button>
+              </span>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <section className="conversation">
+        <header className="chat-top">
+          <select aria-label="Persona" value={personaId} onChange={(e) => choosePersona(e.target.value)}>
+            {options?.personas.map((p) => (
+              <option key={p.id} value={p.id}>
+                {p.name}
+              </option>
+            ))}
+          </select>
+          <button className="chip" title="Model (change in settings)" onClick={() => setSettingsOpen(true)}>
+            {settings ? `${settings.provider} · ${settings.model}` : "…"}
+          </button>
+          <span className="spacer" />
+          <button className="icon" aria-label="Settings" onClick={() => setSettingsOpen(true)}>
+            ⚙
+          </button>
+          <button className="icon" aria-label="Close chat" onClick={onClose}>
+            ×
+          </button>
+        </header>
+        <div className="messages">
+          {!active && !live ? (
+            <p className="empty">Ask anything about your notes. {personaName(personaId)} answers, citing passages.</p>
+          ) : null}
+          {active?.messages.map((m) =>
+            m.role === MessageRole.USER ? (
+              <div key={m.id} className="message user">
+                {m.content}
+              </div>
+            ) : (
+              <Answer
+                key={m.id}
+                text={m.content}
+                sources={m.sources}
+                incomplete={m.status === MessageStatus.INCOMPLETE}
+                error={m.error || undefined}
+                onCite={setPassage}
+              />
+            ),
+          )}
+          {live ? (
+            <>
+              <div className="message user">{live.question}</div>
+              <Answer
+                text={live.text}
+                sources={live.sources}
+                streaming={!live.error}
+                error={live.error}
+                onCite={setPassage}
+              />
+            </>
+          ) : null}
+          <div ref={bottom} />
+        </div>
+        {error ? (
+          <div className="error banner" role="alert">
+            {error}
+          </div>
+        ) : null}
+        <form className="composer" onSubmit={send}>
+          <textarea
+            aria-label="Your question"
+            placeholder="Ask your notes…"
+            value={draft}
+            rows={2}
+            onChange={(e) => setDraft(e.target.value)}
+            onKeyDown={(e) => {
+              if (e.key === "Enter" && !e.shiftKey) {
+                e.preventDefault();
+                e.currentTarget.form?.requestSubmit();
+              }
+            }}
+          />
+          {busy ? (
+            <button type="button" className="stop" onClick={stop}>
+              Stop
+            </button>
+          ) : (
+            <button type="submit" className="primary" disabled={!draft.trim() || !!live}>
+              Send
+            </button>
+          )}
+        </form>
+      </section>
+      {passage ? <PassageView passage={passage} onClose={() => setPassage(undefined)} /> : null}
+      {settingsOpen && options && settings ? (
+        <SettingsModal
+          options={options}
+          settings={settings}
+          onSaved={setSettings}
+          onClose={() => setSettingsOpen(false)}
+        />
+      ) : null}
+    </div>
+  );
+}

@@ -1,0 +1,188 @@
+// The settings modal: provider, model (from that provider's presets), persona, the base system prompt (with a
+// reset), and the retrieval knobs. Saving sends every field; the server validates and answers with what it kept.
+import { useState } from "react";
+import { chat, describeError } from "../api";
+import type { GetOptionsResponse, Settings } from "../gen/secondbrain/chat/v1/chat_service_pb";
+
+export function SettingsModal({
+  options,
+  settings,
+  onSaved,
+  onClose,
+}: {
+  options: GetOptionsResponse;
+  settings: Settings;
+  onSaved: (settings: Settings) => void;
+  onClose: () => void;
+}) {
+  const [draft, setDraft] = useState<Settings>(settings);
+  const [resetPrompt, setResetPrompt] = useState(false);
+  const [error, setError] = useState("");
+  const [saving, setSaving] = useState(false);
+  const available = options.providers.filter((p) => p.available);
+  const provider = options.providers.find((p) => p.id === draft.provider);
+  const models = provider?.models ?? [];
+
+  function change(fields: Partial<Settings>) {
+    setDraft({ ...draft, ...fields });
+  }
+
+  function chooseProvider(id: string) {
+    const chosen = options.providers.find((p) => p.id === id);
+    change({ provider: id, model: chosen?.defaultModel ?? "" });
+  }
+
+  async function save(event: React.FormEvent) {
+    event.preventDefault();
+    setSaving(true);
+    setError("");
+    try {
+      const reply = await chat.updateSettings({
+        settings: draft,
+        resetSystemPrompt: resetPrompt,
+        updateMask: {
+          paths: [
+            "provider",
+            "model",
+            "persona_id",
+            "system_prompt",
+            "passages",
+            "alternates",
+            "rerank",
+            "rerank_model",
+          ],
+        },
+      });
+      if (reply.settings) onSaved(reply.settings);
+      onClose();
+    } catch (e) {
+      setError(describeError(e));
+    } finally {
+      setSaving(false);
+    }
+  }
+
+  return (
+    <div className="modal-backdrop" onClick={onClose}>
+      <form
+        className="modal"
+        role="dialog"
+        aria-modal="true"
+        aria-label="Chat settings"
+        onClick={(e) => e.stopPropagation()}
+        onSubmit={save}
+      >
+        <h2>Settings</h2>
+        <label>
+          Provider
+          <select value={draft.provider} onChange={(e) => chooseProvider(e.target.value)} name="provider">
+            {available.map((p) => (
+              <option key={p.id} value={p.id}>
+                {p.displayName}
+              </option>
+            ))}
+          </select>
+        </label>
+        {options.providers.some((p) => !p.available) ? (
+          <p className="muted small">
+            Not available here:{" "}
+            {options.providers
+              .filter((p) => !p.available)
+              .map((p) => `${p.displayName} (${p.unavailableReason})`)
+              .join("; ")}
+          </p>
+        ) : null}
+        <label>
+          Model
+          <select value={draft.model} onChange={(e) => change({ model: e.target.value })} name="model">
+            {models.map((m) => (
+              <option key={m.id} value={m.id}>
+                {m.displayName || m.id}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Persona
+          <select value={draft.personaId} onChange={(e) => change({ personaId: e.target.value })} name="persona">
+            {options.personas.map((p) => (
+              <option key={p.id} value={p.id}>
+                {p.name}
+                {p.role ? ` (${p.role})` : ""}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          System prompt
+          <textarea
+            name="system-prompt"
+            rows={8}
+            value={resetPrompt ? (options.defaults?.systemPrompt ?? "") : draft.systemPrompt}
+            disabled={resetPrompt}
+            onChange={(e) => change({ systemPrompt: e.target.value })}
+          />
+        </label>
+        <label className="inline">
+          <input type="checkbox" checked={resetPrompt} onChange={(e) => setResetPrompt(e.target.checked)} />
+          Reset to the default prompt
+        </label>
+        <fieldset>
+          <legend>Retrieval</legend>
+          <label>
+            Passages per answer
+            <input
+              type="number"
+              name="passages"
+              min={1}
+              max={50}
+              value={draft.passages}
+              onChange={(e) => change({ passages: Number(e.target.value) })}
+            />
+          </label>
+          <label className="inline">
+            <input
+              type="checkbox"
+              name="alternates"
+              checked={draft.alternates}
+              onChange={(e) => change({ alternates: e.target.checked })}
+            />
+            Rephrase broad questions into alternates
+          </label>
+          <label className="inline">
+            <input
+              type="checkbox"
+              name="rerank"
+              checked={draft.rerank}
+              onChange={(e) => change({ rerank: e.target.checked })}
+            />
+            Rerank candidates
+          </label>
+          <label>
+            Reranker model
+            <input
+              type="text"
+              name="rerank-model"
+              value={draft.rerankModel}
+              disabled={!draft.rerank}
+              onChange={(e) => change({ rerankModel: e.target.value })}
+            />
+          </label>
+        </fieldset>
+        {error ? (
+          <div className="error" role="alert">
+            {error}
+          </div>
+        ) : null}
+        <div className="actions">
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" className="primary" disabled={saving}>
+            {saving ? "Saving…" : "Save"}
+          </button>
+        </div>
+      </form>
+    </div>
+  );
+}

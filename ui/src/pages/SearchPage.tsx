@@ -1,0 +1,105 @@
+// Note-level search with folder and tag filters.
+import { useState } from "react";
+import { describeError, retrieve } from "../api";
+import { type NoteHit, SearchMode } from "../gen/secondbrain/retrieve/v1/retrieve_service_pb";
+
+const MODES: [SearchMode, string][] = [
+  [SearchMode.HYBRID, "Keyword and meaning"],
+  [SearchMode.KEYWORD, "Keyword"],
+  [SearchMode.SEMANTIC, "Meaning"],
+];
+
+function list(text: string): string[] {
+  return text
+    .split(",")
+    .map((part) => part.trim().replace(/^#/, ""))
+    .filter(Boolean);
+}
+
+export function SearchPage() {
+  const [query, setQuery] = useState("");
+  const [folders, setFolders] = useState("");
+  const [tags, setTags] = useState("");
+  const [mode, setMode] = useState(SearchMode.HYBRID);
+  const [hits, setHits] = useState<NoteHit[]>();
+  const [note, setNote] = useState("");
+  const [error, setError] = useState("");
+  const [searching, setSearching] = useState(false);
+
+  async function search(event: React.FormEvent) {
+    event.preventDefault();
+    if (!query.trim()) return;
+    setSearching(true);
+    setError("");
+    try {
+      const reply = await retrieve.search({
+        query,
+        mode,
+        limit: 20,
+        filters: { folders: list(folders), tags: list(tags) },
+      });
+      setHits(reply.hits);
+      setNote(reply.vectorArmRan || mode === SearchMode.KEYWORD ? "" : `Meaning search did not run: ${reply.vectorArmSkippedReason}`);
+    } catch (e) {
+      setError(describeError(e));
+    } finally {
+      setSearching(false);
+    }
+  }
+
+  return (
+    <section className="page search-page">
+      <h1>Search your notes</h1>
+      <form className="search-form" onSubmit={search} role="search">
+        <input
+          aria-label="Search"
+          type="search"
+          placeholder="Search…"
+          value={query}
+          onChange={(e) => setQuery(e.target.value)}
+        />
+        <select aria-label="Search mode" value={mode} onChange={(e) => setMode(Number(e.target.value))}>
+          {MODES.map(([value, name]) => (
+            <option key={value} value={value}>
+              {name}
+            </option>
+          ))}
+        </select>
+        <input
+          aria-label="Folders"
+          placeholder="Folders, comma-separated"
+          value={folders}
+          onChange={(e) => setFolders(e.target.value)}
+        />
+        <input aria-label="Tags" placeholder="Tags, comma-separated" value={tags} onChange={(e) => setTags(e.target.value)} />
+        <button type="submit" className="primary" disabled={searching}>
+          Search
+        </button>
+      </form>
+      {error ? (
+        <div className="error" role="alert">
+          {error}
+        </div>
+      ) : null}
+      {note ? <p className="muted">{note}</p> : null}
+      {hits ? (
+        hits.length ? (
+          <ol className="hits">
+            {hits.map((hit) => (
+              <li key={hit.path} data-testid="hit">
+                <div className="hit-title">
+                  <strong>{hit.title}</strong> <span className="note-path">{hit.path}</span>
+                </div>
+                {hit.headingPath.length ? <div className="heading-path">{hit.headingPath.join(" › ")}</div> : null}
+                <p className="snippet">{hit.snippet}</p>
+                {hit.tags.length ? <div className="tags">{hit.tags.map((t) => `#${t}`).join(" ")}</div> : null}
+              </li>
+            ))}
+          </ol>
+        ) : (
+          <p className="muted">No notes match.</p>
+        )
+      ) : null}
+    </section>
+  );
+}
