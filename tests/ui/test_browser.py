@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
+from secondbrain.chat.v1 import chat_service_pb2 as chat
 from secondbrain.gateway.server import default_ui_dir
 from tests.gateway.conftest import Gateway
 from tests.wire import Reply
@@ -167,3 +168,27 @@ async def test_a_service_that_is_down_is_said_plainly(gateway: Gateway, page: Pa
     await gateway.chat.stop_chat()
     await page.get_by_role("button", name="Open chat").click()
     await expect(page.get_by_role("alert").first).to_contain_text("not reachable")
+
+
+async def test_conversations_can_be_renamed_and_deleted(gateway: Gateway, page: Page) -> None:
+    await page.get_by_role("button", name="Open chat").click()
+    await ask(page, QUESTION)
+    await expect(page.get_by_role("button", name="Send")).to_be_visible()
+    item = page.locator("nav.conversations li").first
+    await expect(item).to_contain_text(QUESTION)
+
+    await item.hover()
+    await item.get_by_role("button", name=f"Rename {QUESTION}").click()
+    title = page.get_by_label("New title")
+    await title.fill("Watering")
+    await title.press("Enter")
+    await expect(item).to_contain_text("Watering")
+    stored = await gateway.chat.stub.ListConversations(chat.ListConversationsRequest(), timeout=10)
+    assert [c.title for c in stored.conversations] == ["Watering"]
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    await item.hover()
+    await item.get_by_role("button", name="Delete Watering").click()
+    await expect(page.locator("nav.conversations li")).to_have_count(0)
+    stored = await gateway.chat.stub.ListConversations(chat.ListConversationsRequest(), timeout=10)
+    assert list(stored.conversations) == []
