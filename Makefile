@@ -47,8 +47,11 @@ ui/dist/index.html: $(STAMPS)/ui-npm $(UI_SOURCES)
 
 ui: ui/dist/index.html ## Build the web UI into ui/dist (served by the gateway under /)
 
-run: setup ui ## Run the whole system on the embedded PostgreSQL; open the printed URL (Ctrl-C stops)
-	$(BIN)/secondbrain up
+# The vault `make run` indexes and answers from: VAULT=~/notes make run. The default is the demo vault in the repo.
+VAULT ?= demo/vault
+
+run: setup ui ## Run the whole system on the embedded PostgreSQL, indexing VAULT (default demo/vault); Ctrl-C stops
+	$(BIN)/secondbrain up --vault "$(VAULT)"
 
 generate: $(STAMPS)/venv ## Regenerate gen/python from protos/
 	$(BIN)/python scripts/generate_protos.py

@@ -89,6 +89,17 @@ def test_migrate_reports_and_is_idempotent(empty_database: str, tmp_path: Path) 
     assert "schema is up to date" in second.stdout
 
 
+def test_migrate_wait_applies_nothing_and_waits_for_the_schema(empty_database: str, tmp_path: Path) -> None:
+    env = _clean_env(DATABASE_URL=empty_database, SECONDBRAIN_DATA_DIR=str(tmp_path))
+    waited = secondbrain("migrate", "--wait", "0", env=env)
+    assert waited.returncode == 1
+    assert "not up to date" in waited.stderr and "0001_initial" in waited.stderr and "migration Job" in waited.stderr
+    assert secondbrain("migrate", env=env).returncode == 0
+    ready = secondbrain("migrate", "--wait", "5", env=env)
+    assert ready.returncode == 0, ready.stderr
+    assert "schema is up to date" in ready.stdout and "applied" not in ready.stdout
+
+
 def test_unreachable_database_is_a_clear_error(service_env: dict[str, str]) -> None:
     env = {**service_env, "DATABASE_URL": "postgresql://me:hunter2@127.0.0.1:9/notes"}
     result = secondbrain("serve", "retrieve", "--port", "0", env=env)

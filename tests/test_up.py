@@ -1,11 +1,15 @@
-"""`secondbrain up` (what `make run` calls): all three services supervised as one process tree."""
+"""`secondbrain up` (what `make run` calls): every server supervised as one process tree, the vault indexed."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import re
 import signal
 import socket
 import sys
+from pathlib import Path
 
 import httpx2
 import psutil
@@ -14,6 +18,7 @@ import pytest
 from secondbrain.service.health_client import check_health
 
 GRPC = ("ingest", "retrieve", "chat")
+DEMO_VAULT = Path(__file__).resolve().parents[1] / "demo" / "vault"
 
 
 def _free_ports(count: int) -> list[int]:
@@ -35,19 +40,39 @@ async def _read_until(stream: asyncio.StreamReader, marker: str, seen: list[str]
 
 
 @pytest.fixture
-async def up(service_env: dict[str, str]):
-    ports = dict(zip(("ingest", "retrieve", "chat", "shim", "gateway"), _free_ports(5), strict=True))
-    env = {**service_env, **{f"SECONDBRAIN_{name.upper()}_PORT": str(port) for name, port in ports.items()}}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "secondbrain", "up", env=env, stderr=asyncio.subprocess.PIPE
-    )
-    seen: list[str] = []
-    assert process.stderr is not None
-    await _read_until(process.stderr, "Press Ctrl-C to stop", seen)
-    yield process, ports, seen
-    if process.returncode is None:
-        process.kill()
-        await process.wait()
+async def start_up(service_env: dict[str, str]):
+    """Starts `secondbrain up *args` on free ports and waits until it says it is up; afterwards kills whatever of
+    its tree is left (its children run in sessions of their own, so killing it alone would orphan them)."""
+    started: list[asyncio.subprocess.Process] = []
+    tree: list[psutil.Process] = []
+
+    async def start(*args: str):
+        ports = dict(zip(("ingest", "retrieve", "chat", "shim", "gateway"), _free_ports(5), strict=True))
+        env = {**service_env, **{f"SECONDBRAIN_{name.upper()}_PORT": str(port) for name, port in ports.items()}}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "secondbrain", "up", *args, env=env, stderr=asyncio.subprocess.PIPE
+        )
+        started.append(process)
+        seen: list[str] = []
+        assert process.stderr is not None
+        await _read_until(process.stderr, "secondbrain is up", seen)
+        tree.extend(psutil.Process(process.pid).children(recursive=True))
+        await _read_until(process.stderr, "Press Ctrl-C to stop", seen)
+        return process, ports, seen
+
+    yield start
+    for process in started:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    for child in tree:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.kill()
+
+
+@pytest.fixture
+async def up(start_up):
+    return await start_up()
 
 
 async def test_up_serves_everything_and_ctrl_c_stops_it(up) -> None:
@@ -87,3 +112,33 @@ async def test_a_dying_child_stops_the_run_and_says_which(up) -> None:
     assert "the retrieve server exited" in seen[-1]
     assert await asyncio.wait_for(process.wait(), 60) == 1
     assert await check_health(f"127.0.0.1:{ports['chat']}", rpc_timeout=1) == "UNREACHABLE"
+
+
+async def test_up_indexes_the_vault_and_answers_a_question_through_the_gateway_with_citations(start_up) -> None:
+    vault = DEMO_VAULT
+    process, ports, seen = await start_up("--vault", str(vault))
+    output = "".join(seen)
+    assert f"indexing {vault}" in output and re.search(r"Synced \d+ files", output), output
+    assert ", 0 failed" in output
+    children = psutil.Process(process.pid).children(recursive=True)
+
+    async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{ports['gateway']}", timeout=60) as client:
+        conversation = (await client.post("/api/chat/conversations", json={})).json()["conversation"]
+        question = "When should I water the tomatoes?"
+        reply = await client.post(f"/api/chat/conversations/{conversation['id']}/messages", json={"content": question})
+    events = [
+        (block.split("\n")[0].removeprefix("event: "), json.loads(block.split("\n")[1].removeprefix("data: ")))
+        for block in reply.text.strip().split("\n\n")
+        if block.startswith("event:")
+    ]
+    assert events[0][0] == "sources" and events[-1][0] == "done", events[-1]
+    passages = events[0][1]["retrieval"]["passages"]
+    assert passages[0]["notePath"] == "Areas/Garden/Vegetable Beds.md"
+    answer = "".join(data["text"] for name, data in events if name == "delta")
+    assert "every morning before nine" in answer.lower() and re.search(r"\[\d+\]", answer), answer
+
+    process.send_signal(signal.SIGINT)
+    assert await asyncio.wait_for(process.wait(), 60) == 0
+    await asyncio.sleep(0.5)
+    left = [child for child in children if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]
+    assert not left, f"still running after Ctrl-C: {[child.cmdline() for child in left]}"

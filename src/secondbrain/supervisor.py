@@ -51,8 +51,12 @@ def _address(name: str, settings: Settings) -> str:
 
 
 async def _spawn(name: str, config: Config) -> Child:
+    env = os.environ.copy()
+    if config.settings.vault is not None:
+        # Chat reads the vault's personas and settings, so every child sees the vault `up` was given.
+        env["SECONDBRAIN_VAULT"] = str(config.settings.vault.resolve())
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "secondbrain", "serve", name, env=os.environ.copy(), start_new_session=True
+        sys.executable, "-m", "secondbrain", "serve", name, env=env, start_new_session=True
     )
     return Child(name=name, address=_address(name, config.settings), process=process)
 
@@ -77,6 +81,21 @@ async def _wait_until_ready(child: Child) -> None:
             return
         await asyncio.sleep(0.2)
     raise Unavailable(f"the {child.name} server did not become ready on {child.address}; see its log above")
+
+
+async def _ingest(config: Config, ingest_address: str) -> None:
+    """Sync the vault through the running ingest service; only what changed since the last run is processed. A
+    failed sync is reported, and the system keeps serving what the index already holds."""
+    from secondbrain.errors import SecondbrainError
+    from secondbrain.ingest.commands import run_ingest
+
+    vault = config.settings.vault
+    assert vault is not None
+    _say(f"secondbrain: indexing {vault.resolve()}")
+    try:
+        await run_ingest(config, vault.resolve(), force=False, watch=False, address=ingest_address, as_json=False)
+    except SecondbrainError as error:
+        _say(f"secondbrain: the vault could not be indexed: {error}")
 
 
 async def _stop(children: list[Child], grace: float) -> None:
@@ -117,6 +136,8 @@ async def run(config: Config) -> int:
         _say(f"Open {gateway.url} in a browser; the REST API is described at {gateway.url}api/openapi.json")
         if settings.token is None:
             _say("No SECONDBRAIN_API_TOKEN is set, so everything listens on loopback only.")
+        if settings.vault is not None:
+            await _ingest(config, children[0].address)
         _say("Press Ctrl-C to stop.")
         waits = {asyncio.ensure_future(child.process.wait()): child for child in children}
         stopped = asyncio.ensure_future(stop.wait())

@@ -90,3 +90,12 @@ async def migrate(connection: asyncpg.Connection, migrations: list[Migration] | 
         return done
     finally:
         await connection.execute("SELECT pg_advisory_unlock($1)", ADVISORY_LOCK_KEY)
+
+
+async def pending(connection: asyncpg.Connection, migrations: list[Migration] | None = None) -> list[Migration]:
+    """The migrations `connection`'s database has not applied yet (read only: nothing is locked or changed)."""
+    migrations = load_migrations() if migrations is None else migrations
+    exists = await connection.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
+    rows = await connection.fetch("SELECT version FROM schema_migrations") if exists else []
+    applied = {row["version"] for row in rows}
+    return [m for m in migrations if m.version not in applied]
