@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from secondbrain.config import Config
 from secondbrain.db import Database
 from secondbrain.embedding import create_embedder
+from secondbrain.errors import FailedPrecondition, SecondbrainError
 from secondbrain.ingest.enrich import Contextualizer
-from secondbrain.ingest.pipeline import Ingestor
+from secondbrain.ingest.pipeline import Ingestor, SyncFinished
 from secondbrain.ingest.servicer import SERVICE_NAME, IngestServicer
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
 from secondbrain.llm import EXTRACTIVE, ProviderCatalog
@@ -38,12 +41,41 @@ def build_ingestor(config: Config, db: Database, env: Mapping[str, str] | None =
 
 
 async def create_server(address: str, deps: ServiceDeps, ingestor: Ingestor | None = None) -> RunningServer:
-    servicer = IngestServicer(deps.config, ingestor or build_ingestor(deps.config, deps.db))
-    return await build_server(
+    ingestor = ingestor or build_ingestor(deps.config, deps.db)
+    servicer = IngestServicer(deps.config, ingestor)
+    running = await build_server(
         address,
         [ServiceBinding(SERVICE_NAME, servicer, pb_grpc.add_IngestServiceServicer_to_server)],
         api_token=deps.config.settings.token,
     )
+    settings = deps.config.settings
+    if settings.sync_interval_seconds > 0 and settings.vault is not None:
+        running.background.append(
+            asyncio.create_task(_sync_periodically(ingestor, settings.vault, settings.sync_interval_seconds))
+        )
+    return running
+
+
+async def _sync_periodically(ingestor: Ingestor, vault: Path, interval: float) -> None:
+    """Keep the index in step with a vault no one syncs by hand (a volume in Kubernetes, kept current by git-sync).
+    Several replicas may run this: the sync lock lets one at a time through, and the others skip that round."""
+    while True:
+        try:
+            async for event in ingestor.sync(vault):
+                if isinstance(event, SyncFinished):
+                    totals = event.totals
+                    log.info(
+                        "periodic sync finished",
+                        extra={"added": totals.added, "updated": totals.updated, "deleted": totals.deleted,
+                               "failed": totals.failed, "milliseconds": round(event.milliseconds)},
+                    )  # fmt: skip
+        except FailedPrecondition as error:
+            log.info("periodic sync skipped", extra={"reason": str(error)})
+        except SecondbrainError as error:
+            log.warning("periodic sync failed", extra={"error": str(error)})
+        except Exception:
+            log.exception("periodic sync failed")
+        await asyncio.sleep(interval)
 
 
 async def main(config: Config, port: int | None = None) -> None:

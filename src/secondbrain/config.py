@@ -78,6 +78,11 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Browser origins, comma-separated, that may call the gateway from another site.",
     )
+    sync_interval_seconds: float = Field(
+        default=0,
+        ge=0,
+        description="When above 0, the ingest service syncs SECONDBRAIN_VAULT at start and then this often.",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "text"] = "json"
     shutdown_grace_seconds: float = Field(

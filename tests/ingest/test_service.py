@@ -3,6 +3,7 @@ embedding model, and never leave a note half-written."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import grpc
@@ -11,6 +12,15 @@ import pytest
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from tests.ingest.conftest import ARCHITECTURE_NOTE, Ingest, files
 from tests.wire import Reply
+
+
+async def eventually_equal(read, expected: object, within: float = 10.0) -> None:
+    """Poll the async `read` until it returns `expected`; fail after `within` seconds."""
+    deadline = asyncio.get_running_loop().time() + within
+    while (value := await read()) != expected:
+        assert asyncio.get_running_loop().time() < deadline, f"still {value!r}, not {expected!r}, after {within} s"
+        await asyncio.sleep(0.1)
+
 
 PLAN = """---
 title: Storage plan
@@ -377,3 +387,18 @@ async def test_text_search_configuration_is_a_setting(ingest: Ingest) -> None:
         await ingest.sync()
     assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "search.text_search_config" in raised.value.details()
+
+
+async def test_a_sync_interval_keeps_the_index_in_step_with_no_one_calling_sync(
+    ingest: Ingest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ingest.vault.write("First.md", "# First\n\nThe first note.\n")
+    monkeypatch.setenv("SECONDBRAIN_SYNC_INTERVAL_SECONDS", "0.3")
+    await ingest.restart()
+
+    async def notes() -> int:
+        return (await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(), timeout=10)).notes
+
+    await eventually_equal(notes, 1)
+    ingest.vault.write("Second.md", "# Second\n\nA note written while the service runs.\n")
+    await eventually_equal(notes, 2)
