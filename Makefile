@@ -37,7 +37,13 @@ $(STAMPS)/chromium:
 	command -v chromium >/dev/null || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium)
 	@touch $@
 
-setup: $(STAMPS)/venv $(STAMPS)/npm $(STAMPS)/ui-npm $(STAMPS)/chromium ## Install the Python and npm tools and Chromium
+# kubectl renders deploy/k8s (`kubectl kustomize`) in the tests; Debian's kubernetes-client if none is installed.
+$(STAMPS)/kubectl:
+	@mkdir -p $(STAMPS)
+	command -v kubectl >/dev/null || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq kubernetes-client)
+	@touch $@
+
+setup: $(STAMPS)/venv $(STAMPS)/npm $(STAMPS)/ui-npm $(STAMPS)/chromium $(STAMPS)/kubectl ## Install the Python and npm tools, Chromium and kubectl
 
 # The UI is built from its sources and the protos (its client code is generated from them); not committed.
 UI_SOURCES := $(shell find ui/src -path ui/src/gen -prune -o -type f -print 2>/dev/null) \
@@ -62,11 +68,12 @@ check-generated: generate ## Fail when the committed generated code is stale
 		echo "gen/ is stale: run 'make generate' and commit the result"; exit 1; \
 	fi
 
-lint: setup ## ruff, buf lint and buf format
+lint: setup ## ruff, buf lint and buf format, hadolint
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BUF) lint
 	$(BUF) format --diff --exit-code
+	$(BIN)/hadolint Dockerfile
 
 format: setup ## Rewrite Python and proto files in the house style
 	$(BIN)/ruff check --fix .
