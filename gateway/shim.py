@@ -160,7 +160,9 @@ async def _stream_events(
         yield _event_frame(first)
         while True:
             try:
-                item = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
+                # asyncio.timeout rather than wait_for, which on Python 3.11 can swallow a client's cancel.
+                async with asyncio.timeout(KEEPALIVE_SECONDS):
+                    item = await queue.get()
             except TimeoutError:
                 yield b": keepalive\n\n"
                 continue

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -46,6 +48,12 @@ CONTEXT_TOKENS = 48
 # can sort by length, small enough that progress events keep coming.
 GROUP_CHUNKS = 256
 GROUP_NOTES = 64
+# Files a worker claims from the queue at once: several groups, so embedding one overlaps preparing the next.
+CLAIM_BATCH = 4 * GROUP_NOTES
+# A claim older than this is taken to belong to a worker that died, and is claimed again.
+LEASE_SECONDS = 600.0
+# How often a sync looks for files other workers finished.
+FOLLOW_SECONDS = 0.1
 
 
 class Outcome(StrEnum):
@@ -88,6 +96,7 @@ class FileDone:
     totals: Totals
     error: str = ""
     warnings: tuple[str, ...] = ()
+    embedded: int = 0
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,7 @@ class _Prepared:
     vectors: list[np.ndarray | None]
     warnings: list[str] = field(default_factory=list)
     embed_error: str = ""
+    embedded: int = 0
 
     def embed_text(self, position: int) -> str:
         context = self.contexts[position]
@@ -136,12 +146,16 @@ class Ingestor:
         ingest: IngestSection,
         embedding: EmbeddingSection,
         contextualizer: Contextualizer | None = None,
+        claim_batch: int = CLAIM_BATCH,
     ) -> None:
         self.db = db
         self.embedder = embedder
         self.ingest = ingest
         self.embedding = embedding
         self.contextualizer = contextualizer
+        self.claim_batch = claim_batch
+        # Names this process's claims in the queue: the pod (host) and the process.
+        self.worker_name = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
 
     def budget(self) -> ChunkBudget:
         budget = ChunkBudget.for_window(self.embedder.max_document_tokens)
@@ -213,6 +227,7 @@ class Ingestor:
             return 0
         for (prepared, position), vector in zip(wanted, vectors, strict=True):
             prepared.vectors[position] = vector
+            prepared.embedded += 1
         return len(wanted)
 
     def _row(self, prepared: _Prepared) -> store.NoteRow:
@@ -301,7 +316,7 @@ class Ingestor:
         yield SyncStarted(str(root), totals.files_seen, model, reembed)
         status = "failed"
         try:
-            async for event in self._sync_files(files, index, totals, force):
+            async for event in self._sync_through_queue(run_id, root, files, index, totals, force):
                 yield event
             for item in skipped:
                 async with self.db.pool.acquire() as connection:
@@ -328,6 +343,104 @@ class Ingestor:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._finish_run(run_id, status, totals))
 
+    async def _sync_through_queue(
+        self,
+        run_id: int,
+        root: Path,
+        files: Sequence[VaultFile],
+        index: dict[str, store.IndexedFile],
+        totals: Totals,
+        force: bool,
+    ) -> AsyncIterator[FileDone]:
+        """Queue every file that may have changed, work on the queue with whichever other ingest processes are
+        listening, and report each file as it is finished, whoever finished it."""
+        changed = []
+        for file in files:
+            known = index.get(file.path)
+            if not force and known is not None and known.looks_unchanged(file.size, file.mtime):
+                totals.count(Outcome.UNCHANGED)
+                yield FileDone(file.path, Outcome.UNCHANGED, 0, replace(totals))
+            else:
+                changed.append(file.path)
+        if not changed:
+            return
+        async with self.db.pool.acquire() as connection:
+            await store.enqueue(connection, run_id, str(root), force, changed)
+        helping = asyncio.create_task(self.work(run_id))
+        after, remaining, idle_since = 0, len(changed), time.monotonic()
+        try:
+            while remaining:
+                async with self.db.pool.acquire() as connection:
+                    finished = await store.finished_since(connection, run_id, after)
+                for item in finished:
+                    after, remaining = item.done_seq, remaining - 1
+                    outcome = Outcome(item.outcome)
+                    totals.count(outcome)
+                    totals.chunks_embedded += item.embedded
+                    yield FileDone(
+                        item.path, outcome, item.chunks, replace(totals), item.error, item.warnings, item.embedded
+                    )
+                if finished:
+                    idle_since = time.monotonic()
+                    continue
+                if helping.done():
+                    helping.result()  # this process's own work failing ends the sync with its error
+                    if time.monotonic() - idle_since > 1.0:
+                        # Other workers hold the rest; claiming again takes over any whose lease ran out.
+                        helping, idle_since = asyncio.create_task(self.work(run_id)), time.monotonic()
+                await asyncio.sleep(FOLLOW_SECONDS)
+        finally:
+            helping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await helping
+
+    async def work(self, run_id: int | None = None) -> int:
+        """Claim queued files (of `run_id`, or of any sync) and process them until none is left to claim; returns
+        how many this process finished. Every ingest process runs this when a sync queues work."""
+        finished = 0
+        while True:
+            async with self.db.pool.acquire() as connection:
+                items = await store.claim(connection, self.worker_name, self.claim_batch, LEASE_SECONDS, run_id)
+            if not items:
+                return finished
+            for force in (False, True):
+                batch = [item for item in items if item.force is force]
+                if batch:
+                    finished += await self._process_claimed(batch, force)
+
+    async def _process_claimed(self, items: list[store.QueueItem], force: bool) -> int:
+        by_path = {item.path: item for item in items}
+        files, finished = [], 0
+        for item in items:
+            absolute = Path(item.vault_path) / item.path
+            try:
+                stat = await asyncio.to_thread(absolute.stat)
+            except OSError as error:
+                reason = f"{item.path} can no longer be read ({error.strerror or error}); the next sync catches up"
+                async with self.db.pool.acquire() as connection:
+                    await store.finish_item(connection, item.id, self.worker_name, "failed", 0, 0, reason, [])
+                finished += 1
+                continue
+            files.append(VaultFile(item.path, absolute, stat.st_size, stat.st_mtime))
+        async with self.db.pool.acquire() as connection:
+            index = await store.fetch_files(connection, [file.path for file in files])
+        async for event in self._sync_files(files, index, Totals(), force):
+            async with self.db.pool.acquire() as connection:
+                kept = await store.finish_item(
+                    connection,
+                    by_path[event.path].id,
+                    self.worker_name,
+                    event.outcome.value,
+                    event.chunks,
+                    event.embedded,
+                    event.error,
+                    list(event.warnings),
+                )
+            if not kept:
+                log.warning("a queued file's claim was taken over before it finished", extra={"path": event.path})
+            finished += 1
+        return finished
+
     async def _finish_run(self, run_id: int, status: str, totals: Totals) -> None:
         async with self.db.pool.acquire() as connection:
             await store.finish_run(connection, run_id, status, asdict(totals))
@@ -346,7 +459,8 @@ class Ingestor:
                     continue
                 try:
                     text = await asyncio.to_thread(read_note_text, file)
-                except (InvalidInput, OSError) as error:
+                except (InvalidInput, NotFound, FailedPrecondition, OSError) as error:
+                    # Unreadable, or gone since the walk (the next sync removes it).
                     reason = str(error)
                     async with self.db.pool.acquire() as connection:
                         await store.mark_failed(connection, file.path, reason, file.size, store.to_datetime(file.mtime))
@@ -402,7 +516,13 @@ class Ingestor:
                 outcome, error = (Outcome.ADDED if prepared.is_new else Outcome.UPDATED), ""
             totals.count(outcome)
             yield FileDone(
-                prepared.note.path, outcome, len(prepared.chunks), replace(totals), error, tuple(prepared.warnings)
+                prepared.note.path,
+                outcome,
+                len(prepared.chunks),
+                replace(totals),
+                error,
+                tuple(prepared.warnings),
+                prepared.embedded,
             )
 
     # One note ----------------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from secondbrain.embedding import create_embedder
 from secondbrain.errors import FailedPrecondition, SecondbrainError
 from secondbrain.ingest.enrich import Contextualizer
 from secondbrain.ingest.pipeline import Ingestor, SyncFinished
+from secondbrain.ingest.queue_worker import run_queue_worker
 from secondbrain.ingest.servicer import SERVICE_NAME, IngestServicer
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
 from secondbrain.llm import EXTRACTIVE, ProviderCatalog
@@ -48,6 +49,8 @@ async def create_server(address: str, deps: ServiceDeps, ingestor: Ingestor | No
         [ServiceBinding(SERVICE_NAME, servicer, pb_grpc.add_IngestServiceServicer_to_server)],
         api_token=deps.config.settings.token,
     )
+    # Every ingest process helps with every sync's queue, whoever started the sync.
+    running.background.append(asyncio.create_task(run_queue_worker(ingestor)))
     settings = deps.config.settings
     if settings.sync_interval_seconds > 0 and settings.vault is not None:
         running.background.append(

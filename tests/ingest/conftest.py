@@ -66,13 +66,17 @@ class Ingest:
         return [event async for event in self.stub.SyncVault(request, timeout=120)]
 
     def embedded_texts(self) -> list[str]:
-        """Every text the embedding server has been asked to embed, in order."""
-        texts: list[str] = []
-        for request in self.embedder.requests:
-            if request.path.endswith("/embeddings"):
-                value = request.json["input"]
-                texts.extend([value] if isinstance(value, str) else value)
-        return texts
+        return embedded_texts(self.embedder)
+
+
+def embedded_texts(server: OpenAIServer) -> list[str]:
+    """Every text `server` has been asked to embed, in order."""
+    texts: list[str] = []
+    for request in server.requests:
+        if request.path.endswith("/embeddings"):
+            value = request.json["input"]
+            texts.extend([value] if isinstance(value, str) else value)
+    return texts
 
 
 def files(events: list[pb.SyncVaultResponse]) -> dict[str, pb.FileProgress]:
@@ -93,15 +97,18 @@ def vault(tmp_path: Path) -> Vault:
 
 
 @pytest.fixture
-async def ingest(
-    vault: Vault, database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[Ingest]:
+def ingest_environment(vault: Vault, database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment an ingest process reads: the test database and vault, nothing from the developer's own."""
     for key in list(os.environ):
         if key.startswith("SECONDBRAIN_"):
             monkeypatch.delenv(key)
     monkeypatch.setenv("DATABASE_URL", database_url)
     monkeypatch.setenv("SECONDBRAIN_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("SECONDBRAIN_VAULT", str(vault.root))
+
+
+@pytest.fixture
+async def ingest(vault: Vault, ingest_environment: None) -> AsyncIterator[Ingest]:
     async with OpenAIServer(dimensions=EMBEDDING_DIMENSION) as server:
         config = load_config()
         db = await Database.open(config.settings)

@@ -65,6 +65,11 @@ class RunningServer:
         await self.server.stop(grace)
         for task in self.background:
             task.cancel()
+        # Stopped means stopped: no background work of this server goes on touching the database.
+        if self.background:
+            _, stuck = await asyncio.wait(self.background, timeout=5)
+            for task in stuck:
+                log.warning("background work did not stop within 5 s", extra={"task": task.get_name()})
 
 
 async def build_server(address: str, bindings: Sequence[ServiceBinding], api_token: str | None = None) -> RunningServer:

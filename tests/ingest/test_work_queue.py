@@ -1,0 +1,98 @@
+"""Several ingest processes share one sync through the Postgres work queue, and each note is processed once."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+
+from secondbrain.config import load_config
+from secondbrain.db import Database
+from secondbrain.ingest import store
+from secondbrain.ingest.pipeline import FileDone, Ingestor, Outcome, SyncFinished
+from secondbrain.ingest.queue_worker import run_queue_worker
+from secondbrain.ingest.server import build_ingestor
+from tests.ingest.conftest import EMBEDDING_DIMENSION, Vault, embedded_texts, embedding_env
+from tests.wire import OpenAIServer, Reply
+
+NOTES = 40
+
+
+@dataclass
+class Shared:
+    """One database and one embedding server, with as many ingest "processes" as a test makes."""
+
+    vault: Vault
+    db: Database
+    embedder: OpenAIServer
+
+    def worker(self, claim_batch: int = 4) -> Ingestor:
+        ingestor = build_ingestor(load_config(), self.db, embedding_env(self.embedder))
+        ingestor.claim_batch = claim_batch
+        return ingestor
+
+    def embedded_texts(self) -> list[str]:
+        return embedded_texts(self.embedder)
+
+
+@pytest.fixture
+async def shared(vault: Vault, ingest_environment: None) -> AsyncIterator[Shared]:
+    async with OpenAIServer(dimensions=EMBEDDING_DIMENSION) as embedder:
+        db = await Database.open(load_config().settings)
+        try:
+            yield Shared(vault, db, embedder)
+        finally:
+            await db.close()
+
+
+async def test_two_workers_share_a_sync_and_process_each_note_exactly_once(shared: Shared) -> None:
+    for i in range(NOTES):
+        shared.vault.write(f"Notes/Note {i:02d}.md", f"# Note {i}\n\nThe {i}th note says something about topic {i}.\n")
+    # Slow embeddings, so both workers are busy at once and the split is decided by the queue, not by speed.
+    shared.embedder.script.default = Reply(delay=0.05)
+    coordinator, helper = shared.worker(), shared.worker()
+    helping = asyncio.create_task(run_queue_worker(helper))
+    try:
+        events = [event async for event in coordinator.sync(shared.vault.root)]
+    finally:
+        helping.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await helping
+
+    done = [event for event in events if isinstance(event, FileDone)]
+    paths = collections.Counter(event.path for event in done)
+    assert len(paths) == NOTES and set(paths.values()) == {1}, "every note reported once"
+    assert {event.outcome for event in done} == {Outcome.ADDED}
+    finished = events[-1]
+    assert isinstance(finished, SyncFinished) and finished.totals.added == NOTES
+
+    async with shared.db.pool.acquire() as connection:
+        rows = await connection.fetch("SELECT path, claimed_by, claims, state FROM ingest_queue")
+        chunks = await connection.fetchval("SELECT count(*) FROM vault_chunks WHERE embedding IS NOT NULL")
+    assert sorted(row["path"] for row in rows) == sorted(f"Notes/Note {i:02d}.md" for i in range(NOTES))
+    assert {row["state"] for row in rows} == {"done"} and {row["claims"] for row in rows} == {1}
+    by_worker = collections.Counter(row["claimed_by"] for row in rows)
+    assert set(by_worker) == {coordinator.worker_name, helper.worker_name}, f"both worked: {by_worker}"
+    texts = shared.embedded_texts()
+    assert len(texts) == len(set(texts)) == chunks, "each chunk was embedded once, by one of the two"
+
+
+async def test_a_claim_whose_worker_died_is_taken_over_after_its_lease(shared: Shared) -> None:
+    shared.vault.write("Lost.md", "# Lost\n\nA note whose first worker died.\n")
+    coordinator = shared.worker()
+    async with shared.db.pool.acquire() as connection:
+        run_id = await store.start_run(connection, str(shared.vault.root))
+        await store.enqueue(connection, run_id, str(shared.vault.root), False, ["Lost.md"])
+        # A worker claims it and dies: its claim stays behind.
+        assert len(await store.claim(connection, "dead-worker", 10, 600.0)) == 1
+        assert await store.claim(connection, "another", 10, 600.0) == [], "a live claim is not taken"
+        taken = await store.claim(connection, coordinator.worker_name, 10, 0.0)
+    assert [item.path for item in taken] == ["Lost.md"], "an expired claim is taken over"
+    assert await coordinator._process_claimed(taken, False) == 1
+    async with shared.db.pool.acquire() as connection:
+        row = await connection.fetchrow("SELECT state, outcome, claims FROM ingest_queue")
+        assert not await store.finish_item(connection, taken[0].id, "dead-worker", "added", 1, 1, "", [])
+    assert (row["state"], row["outcome"], row["claims"]) == ("done", "added", 2)
