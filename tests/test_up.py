@@ -142,3 +142,10 @@ async def test_up_indexes_the_vault_and_answers_a_question_through_the_gateway_w
     await asyncio.sleep(0.5)
     left = [child for child in children if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]
     assert not left, f"still running after Ctrl-C: {[child.cmdline() for child in left]}"
+
+    # A second run reuses the data: nothing is added again.
+    process, _, seen = await start_up("--vault", str(vault))
+    again = "".join(seen)
+    assert re.search(r"Synced (\d+) files .*: 0 added, 0 updated, \1 unchanged", again), again
+    process.send_signal(signal.SIGINT)
+    assert await asyncio.wait_for(process.wait(), 60) == 0
