@@ -7,7 +7,7 @@ BUF    := node_modules/.bin/buf
 STAMPS := .make
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint format generate check-generated pytest bench clean ui
+.PHONY: help setup run test lint format generate check-generated pytest bench clean ui eval eval-scifact
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-16s %s\n", $$1, $$2}'
@@ -84,6 +84,13 @@ pytest: setup ui
 	$(BIN)/pytest
 
 test: lint check-generated pytest ## Everything CI checks
+
+eval: setup ## Score retrieval on the demo vault's own questions (demo/vault/.secondbrain/eval.jsonl), per arm and kind
+	$(BIN)/secondbrain eval --vault demo/vault
+
+SCIFACT ?= ../shared/data/beir/scifact
+eval-scifact: setup ## Score retrieval on BEIR SciFact (SCIFACT=path); the corpus is indexed once into its own database
+	$(BIN)/secondbrain eval --beir "$(SCIFACT)"
 
 bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (takes about fifteen minutes)
 	$(BIN)/python -m bench.ingest

@@ -135,10 +135,26 @@ class _Clock:
 
 
 @dataclass(frozen=True)
-class _Ranked:
+class Ranked:
+    """A chunk in the final order: fused across arms and queries, perhaps joined by a link, perhaps reranked."""
+
     fused: Fused
     via_link: bool = False
     rerank_score: float | None = None
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Everything before passages are assembled: the queries run, the chunks in order, and how it went."""
+
+    queries: list[PlannedQuery]
+    ranked: list[Ranked]
+    vector_arm_ran: bool
+    vector_arm_skipped_reason: str
+    condense_skipped_reason: str
+    reranked: bool
+    rerank_skipped_reason: str
+    embedding_model: str
 
 
 def validate_query(query: str, history: Sequence[ChatMessage]) -> str:
@@ -195,12 +211,12 @@ class Retriever:
             return None, f"the embedder failed: {error}", ""
         return vectors, "", self.embedder.identity
 
-    async def _search(self, query: str, filters: Filters, vector: np.ndarray | None, lexical: bool) -> list:
+    async def _search(self, query: str, filters: Filters, vector: np.ndarray | None, lexical: bool, k: int) -> list:
         async with self.db.pool.acquire() as connection:
             return await store.hybrid_candidates(
                 connection,
                 query,
-                self.settings.candidates_per_arm,
+                k,
                 filters,
                 vector,
                 lexical=lexical,
@@ -212,7 +228,44 @@ class Retriever:
     ) -> AsyncIterator[RetrieveEvent]:
         text = validate_query(query, history)
         clock = _Clock()
+        ranking = await self.rank(text, history, filters, options, clock=clock)
+        since = time.perf_counter()
+        passages = await self._expand(ranking.ranked, options)
+        clock.lap("expand", since)
+
+        yield Plan(
+            queries=ranking.queries,
+            filters=filters,
+            mode=options.mode,
+            vector_arm_ran=ranking.vector_arm_ran,
+            vector_arm_skipped_reason=ranking.vector_arm_skipped_reason,
+            condense_skipped_reason=ranking.condense_skipped_reason,
+            reranked=ranking.reranked,
+            rerank_skipped_reason=ranking.rerank_skipped_reason,
+            embedding_model=ranking.embedding_model,
+            max_passages=options.max_passages,
+        )
+        for passage in passages:
+            yield passage
+        clock.timings.append(("total", (time.perf_counter() - clock.started) * 1000))
+        yield Done(clock.timings, len(passages))
+
+    async def rank(
+        self,
+        text: str,
+        history: Sequence[ChatMessage],
+        filters: Filters,
+        options: Options,
+        *,
+        depth: int | None = None,
+        clock: _Clock | None = None,
+    ) -> Ranking:
+        """Condense, search each query with the arms `options.mode` asks for (top `depth` chunks per arm, default
+        `candidates_per_arm`), fuse, add linked notes and rerank: the chunks in order, before passages are built.
+        The evaluation ranks with this too, so what it measures is what a chat turn reads."""
+        clock = clock or _Clock()
         since = clock.started
+        k = depth or self.settings.candidates_per_arm
 
         condensed = await self.condenser.condense(
             text, history, condense=options.condense, alternates=options.alternates
@@ -231,12 +284,12 @@ class Retriever:
 
         rankings = await asyncio.gather(
             *(
-                self._search(q.text, filters, vectors[i] if vectors else None, options.mode != "vector")
+                self._search(q.text, filters, vectors[i] if vectors else None, options.mode != "vector", k)
                 for i, q in enumerate(queries)
             )
         )
         since = clock.lap("search", since)
-        ranked = [_Ranked(f) for f in fuse_queries(rankings)]
+        ranked = [Ranked(f) for f in fuse_queries(rankings)]
         since = clock.lap("fuse", since)
 
         if self.settings.wikilink_expansion and ranked:
@@ -249,27 +302,18 @@ class Retriever:
             reranked = not rerank_skipped
             since = clock.lap("rerank", since)
 
-        passages = await self._expand(ranked, options)
-        clock.lap("expand", since)
-
-        yield Plan(
+        return Ranking(
             queries=queries,
-            filters=filters,
-            mode=options.mode,
+            ranked=ranked,
             vector_arm_ran=vectors is not None,
             vector_arm_skipped_reason=skipped,
             condense_skipped_reason=condensed.skipped_reason,
             reranked=reranked,
             rerank_skipped_reason=rerank_skipped,
             embedding_model=model,
-            max_passages=options.max_passages,
         )
-        for passage in passages:
-            yield passage
-        clock.timings.append(("total", (time.perf_counter() - clock.started) * 1000))
-        yield Done(clock.timings, len(passages))
 
-    async def _linked(self, ranked: list[_Ranked], query: str, filters: Filters) -> list[_Ranked]:
+    async def _linked(self, ranked: list[Ranked], query: str, filters: Filters) -> list[Ranked]:
         sources = list(dict.fromkeys(r.fused.candidate.file_id for r in ranked[:LINK_SOURCES]))
         present = {r.fused.candidate.chunk_id for r in ranked}
         async with self.db.pool.acquire() as connection:
@@ -277,12 +321,12 @@ class Retriever:
                 connection, sources, query, filters, statement_timeout=STATEMENT_TIMEOUT_SECONDS
             )
         return [
-            _Ranked(Fused(store.Candidate(chunk_id, file_id, index, None, None, 0.0), 0.0), via_link=True)
+            Ranked(Fused(store.Candidate(chunk_id, file_id, index, None, None, 0.0), 0.0), via_link=True)
             for chunk_id, file_id, index in linked
             if chunk_id not in present
         ]
 
-    async def _rerank(self, ranked: list[_Ranked], query: str, options: Options) -> tuple[list[_Ranked], str]:
+    async def _rerank(self, ranked: list[Ranked], query: str, options: Options) -> tuple[list[Ranked], str]:
         """The top candidates reordered by a cross-encoder, or the fused order and why reranking did not happen."""
         top = ranked[: self.settings.reranker.candidates]
         winners = [(r.fused.candidate.file_id, r.fused.candidate.chunk_index) for r in top]
@@ -295,12 +339,12 @@ class Retriever:
             results = await reranker.rerank(query, documents, top_n=len(documents))
         except SecondbrainError as error:
             return ranked, f"reranking failed, so the fused order is kept: {error}"
-        reordered = [_Ranked(top[r.index].fused, top[r.index].via_link, r.score) for r in results]
+        reordered = [Ranked(top[r.index].fused, top[r.index].via_link, r.score) for r in results]
         seen = {r.index for r in results}
         reordered += [item for i, item in enumerate(top) if i not in seen]
         return reordered + ranked[len(top) :], ""
 
-    async def _expand(self, ranked: list[_Ranked], options: Options) -> list[Passage]:
+    async def _expand(self, ranked: list[Ranked], options: Options) -> list[Passage]:
         # Enough winners to fill the passages even when some merge into one span.
         winners = ranked[: options.max_passages * 3]
         keys = [(r.fused.candidate.file_id, r.fused.candidate.chunk_index) for r in winners]
@@ -313,7 +357,7 @@ class Retriever:
         return [_passage(number, text, winners[text.best_rank]) for number, text in enumerate(texts, start=1)]
 
 
-def _passage(number: int, text: PassageText, ranked: _Ranked) -> Passage:
+def _passage(number: int, text: PassageText, ranked: Ranked) -> Passage:
     candidate = ranked.fused.candidate
     return Passage(
         number=number,

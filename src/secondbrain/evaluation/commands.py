@@ -1,0 +1,190 @@
+"""`secondbrain eval` from a terminal: progress on stderr, then a table per arm, or every figure as JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from secondbrain.config import Config
+from secondbrain.db import Database
+from secondbrain.errors import InvalidInput
+from secondbrain.evaluation.metrics import MEASURES
+from secondbrain.evaluation.questions import DEFAULT_QA_FILE, load_beir, load_qa
+from secondbrain.evaluation.ranking import ARMS
+from secondbrain.evaluation.run import (
+    Report,
+    beir_config,
+    ensure_database,
+    eval_database_name,
+    evaluate,
+    with_database,
+    write_corpus,
+)
+
+# Published nDCG@10 on SciFact (test split), for the table beside ours.
+PUBLISHED_SCIFACT = [
+    ("BM25 (BEIR paper)", 0.665),
+    ("BM25 (Anserini, flat)", 0.679),
+    ("all-MiniLM-L6-v2 (MTEB)", 0.645),
+    ("multilingual-e5-large-instruct (MTEB)", 0.716),
+    ("RRF of BM25 and BGE-base (castorini/quackir, DuckDB)", 0.744),
+    ("RRF of BM25 and BGE-base (quackir, PostgreSQL)", 0.680),
+]
+
+
+async def run_eval(
+    config: Config,
+    *,
+    qa: Path | None,
+    vault: Path | None,
+    beir: Path | None,
+    split: str,
+    arms: list[str],
+    limit: int | None,
+    as_json: bool,
+) -> Report:
+    unknown = [name for name in arms if name not in ARMS]
+    if unknown:
+        raise InvalidInput(f"unknown arm {unknown[0]!r}; the arms are {', '.join(ARMS)}")
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        tasks: dict[str, int] = {}
+
+        def progress(arm: str, done: int, total: int) -> None:
+            if arm not in tasks:
+                tasks[arm] = bar.add_task(arm, total=total)
+            bar.update(tasks[arm], completed=done)
+
+        if beir is not None:
+            report = await _beir(config, beir, split, arms, limit, console, progress)
+        else:
+            report = await _qa(config, qa, vault, arms, limit, console, progress)
+    if as_json:
+        print(json.dumps(as_dict(report), indent=2))
+    else:
+        show(report, Console())
+    return report
+
+
+async def _qa(config, qa, vault, arms, limit, console, progress) -> Report:  # noqa: ANN001
+    from secondbrain.ingest.commands import run_ingest
+
+    root = vault or config.settings.vault
+    if qa is None:
+        if root is None:
+            raise InvalidInput("which questions? Give --qa FILE, or --vault PATH with .secondbrain/eval.jsonl in it")
+        qa = root / DEFAULT_QA_FILE
+    questions = load_qa(qa)
+    if limit:
+        questions.questions = questions.questions[:limit]
+    if root is not None:
+        console.print(f"[dim]Indexing {root} first (only what changed).[/dim]")
+        await run_ingest(config, root.resolve(), force=False, watch=False, address=None, as_json=False)
+    db = await Database.open(config.settings)
+    try:
+        return await evaluate(db, config, questions, arms, progress)
+    finally:
+        await db.close()
+
+
+async def _beir(config, directory, split, arms, limit, console, progress) -> Report:  # noqa: ANN001
+    from secondbrain.ingest.commands import SyncView
+    from secondbrain.ingest.server import build_ingestor
+
+    dataset = load_beir(directory, split)
+    if limit:
+        dataset.questions.questions = dataset.questions.questions[:limit]
+    name = eval_database_name(dataset.name)
+    vault = config.settings.data_dir / "eval" / dataset.name / "vault"
+    written = write_corpus(dataset, vault)
+    console.print(
+        f"[dim]{dataset.name}: {len(dataset.corpus)} documents ({written} written to {vault}), "
+        f"{len(dataset.questions.questions)} {split} queries; index in the database {name}.[/dim]"
+    )
+    # Holding the configured database keeps an embedded server up while the benchmark's database is used.
+    main = await Database.open(config.settings)
+    try:
+        await ensure_database(main.dsn, name)
+        eval_config = beir_config(config, with_database(main.dsn, name), vault)
+        db = await Database.open(eval_config.settings)
+        try:
+            ingestor = build_ingestor(eval_config, db)
+            from secondbrain.ingest.servicer import sync_event  # sync events as the one renderer reads them
+
+            with SyncView(console, as_json=False) as view:
+                async for event in ingestor.sync(vault):
+                    view.show(sync_event(event))
+            view.print_summary()
+            report = await evaluate(db, eval_config, dataset.questions, arms, progress)
+        finally:
+            await db.close()
+    finally:
+        await main.close()
+    if dataset.name.lower() == "scifact" and split == "test":
+        report.notes.append(
+            "published nDCG@10 on SciFact test: " + "; ".join(f"{who} {value:.3f}" for who, value in PUBLISHED_SCIFACT)
+        )
+    return report
+
+
+def as_dict(report: Report) -> dict:
+    """Every figure, keyed by arm and metric."""
+    return {
+        "dataset": report.dataset,
+        "questions": report.questions,
+        "kinds": report.kinds,
+        "arms": {arm.name: arm.overall for arm in report.arms if not arm.unavailable},
+        "per_kind": {arm.name: arm.per_kind for arm in report.arms if not arm.unavailable},
+        "unavailable": {arm.name: arm.unavailable for arm in report.arms if arm.unavailable},
+        "seconds": {arm.name: round(arm.seconds, 2) for arm in report.arms if not arm.unavailable},
+        "misses": {arm.name: [asdict(miss) for miss in arm.misses] for arm in report.arms if not arm.unavailable},
+        "notes": report.notes,
+    }
+
+
+def show(report: Report, console: Console) -> None:
+    table = Table(title=f"{report.dataset}: {report.questions} questions", title_justify="left")
+    table.add_column("arm")
+    for name in MEASURES:
+        table.add_column(name, justify="right")
+    for arm in report.arms:
+        if arm.unavailable:
+            table.add_row(arm.name, "[dim]skipped[/dim]", *[""] * (len(MEASURES) - 1))
+        else:
+            table.add_row(arm.name, *(f"{arm.overall[name]:.3f}" for name in MEASURES))
+    console.print(table)
+    for arm in report.arms:
+        if arm.unavailable:
+            console.print(f"[dim]{arm.name} skipped: {arm.unavailable}[/dim]")
+    if len(report.kinds) > 1:
+        kinds = Table(title="by kind (recall@5 / mrr@10)", title_justify="left")
+        kinds.add_column("arm")
+        for kind, count in report.kinds.items():
+            kinds.add_column(f"{kind} ({count})", justify="right")
+        for arm in report.arms:
+            if not arm.unavailable:
+                kinds.add_row(
+                    arm.name,
+                    *(f"{arm.per_kind[k]['recall@5']:.2f} / {arm.per_kind[k]['mrr@10']:.2f}" for k in report.kinds),
+                )
+        console.print(kinds)
+    best = next((arm for arm in report.arms if arm.name == "hybrid" and not arm.unavailable), None)
+    if best is not None and best.misses and report.questions <= 200:
+        console.print("[bold]Missed by hybrid[/bold] (no expected note in the first 5):")
+        for miss in best.misses:
+            console.print(f"  {miss.id}: {miss.question}")
+            console.print(f"    expected {', '.join(miss.expected)}; got {', '.join(miss.instead) or 'nothing'}")
+    for note in report.notes:
+        console.print(f"[dim]{note}[/dim]")

@@ -1,0 +1,158 @@
+"""`secondbrain eval`: index what is asked about, rank every question with every arm, and score the rankings.
+
+Two sources of questions:
+- a vault's own question set (`--qa`), run against the configured database after an incremental sync of the vault;
+- a BEIR benchmark (`--beir`), whose corpus is written out as notes (title as the heading, text as the body) and
+  indexed into a database of its own (`secondbrain_eval_<name>` on the same server), once: the next run reuses it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+
+from secondbrain.config import Config, VaultConfig
+from secondbrain.db import Database
+from secondbrain.errors import InvalidInput
+from secondbrain.evaluation import metrics
+from secondbrain.evaluation.questions import BeirDataset, Question, QuestionSet, note_path
+from secondbrain.evaluation.ranking import ARMS, ArmUnavailable, NoteRanker
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class Miss:
+    id: str
+    question: str
+    expected: list[str]
+    instead: list[str]
+
+
+@dataclass
+class ArmResult:
+    name: str
+    description: str
+    overall: dict[str, float] = field(default_factory=dict)
+    per_kind: dict[str, dict[str, float]] = field(default_factory=dict)
+    unavailable: str = ""
+    misses: list[Miss] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass
+class Report:
+    dataset: str
+    questions: int
+    kinds: dict[str, int]
+    arms: list[ArmResult]
+    notes: list[str] = field(default_factory=list)
+
+
+async def evaluate(
+    db: Database, config: Config, questions: QuestionSet, arm_names: Sequence[str], progress: Progress
+) -> Report:
+    """Rank every question with every arm in `arm_names` over the index in `db`, and score them."""
+    from secondbrain.retrieve.server import build_retriever
+
+    retriever = build_retriever(config, db)
+    ranker = await NoteRanker.open(retriever)
+    known = set(ranker.paths.values())
+    notes = [
+        f"question {q.id}: {path} is not in the index"
+        for q in questions.questions
+        for path in q.relevant
+        if path not in known
+    ]
+    kinds: dict[str, list[str]] = {}
+    for question in questions.questions:
+        kinds.setdefault(question.kind, []).append(question.id)
+    results = []
+    for name in arm_names:
+        arm = ARMS[name]
+        result = ArmResult(name, arm.description)
+        started = time.perf_counter()
+        rankings: dict[str, list[str]] = {}
+        try:
+            for done, question in enumerate(questions.questions):
+                progress(name, done, len(questions.questions))
+                rankings[question.id] = await ranker.rank(question, arm)
+        except ArmUnavailable as error:
+            result.unavailable = str(error)
+            results.append(result)
+            continue
+        progress(name, len(questions.questions), len(questions.questions))
+        result.seconds = time.perf_counter() - started
+        values = metrics.per_question(questions.questions, rankings)
+        result.overall = metrics.mean(values, [q.id for q in questions.questions])
+        result.per_kind = {kind: metrics.mean(values, ids) for kind, ids in sorted(kinds.items())}
+        result.misses = [_miss(q, rankings[q.id]) for q in questions.questions if metrics.missed(q, rankings[q.id])]
+        results.append(result)
+    return Report(
+        questions.name,
+        len(questions.questions),
+        {kind: len(ids) for kind, ids in sorted(kinds.items())},
+        results,
+        notes,
+    )
+
+
+def _miss(question: Question, ranked: list[str]) -> Miss:
+    expected = sorted(question.relevant, key=lambda path: -question.relevant[path])
+    return Miss(question.id, question.text, expected, ranked[:3])
+
+
+# BEIR: the corpus as a vault, in a database of its own -------------------------------------------------------------
+
+
+def eval_database_name(dataset: str) -> str:
+    return "secondbrain_eval_" + re.sub(r"[^a-z0-9_]", "_", dataset.lower())
+
+
+def with_database(dsn: str, database: str) -> str:
+    parts = urlsplit(dsn)
+    return urlunsplit(parts._replace(path=f"/{database}"))
+
+
+async def ensure_database(dsn: str, database: str) -> None:
+    """Create `database` on the server of `dsn` unless it exists."""
+    connection = await asyncpg.connect(dsn)
+    try:
+        exists = await connection.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", database)
+        if not exists:
+            try:
+                await connection.execute(f'CREATE DATABASE "{database}"')
+            except asyncpg.InsufficientPrivilegeError:
+                raise InvalidInput(
+                    f"the evaluation needs a database of its own ({database}) and this user may not create one: "
+                    "create it, or run the evaluation on the embedded PostgreSQL (unset DATABASE_URL)"
+                ) from None
+    finally:
+        await connection.close()
+
+
+def write_corpus(dataset: BeirDataset, vault: Path) -> int:
+    """Write each document as a note, leaving files that already hold the same text untouched (so the next sync
+    skips them unread); returns how many were written."""
+    vault.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for document in dataset.corpus:
+        target = vault / note_path(document.id)
+        title = " ".join(document.title.split()) or document.id
+        text = f"# {title}\n\n{document.text.strip()}\n"
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            target.write_text(text, encoding="utf-8")
+            written += 1
+    return written
+
+
+def beir_config(config: Config, dsn: str, vault: Path) -> Config:
+    """The configuration for a benchmark's own database and vault: this install's settings, the default pipeline."""
+    settings = config.settings.model_copy(update={"database_url": dsn, "vault": vault})
+    return Config(settings=settings, vault=VaultConfig())
