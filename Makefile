@@ -92,11 +92,13 @@ SCIFACT ?= ../shared/data/beir/scifact
 eval-scifact: setup ## Score retrieval on BEIR SciFact (SCIFACT=path); the corpus is indexed once into its own database
 	$(BIN)/secondbrain eval --beir "$(SCIFACT)"
 
-bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (takes about fifteen minutes)
+bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (about half an hour the first time)
 	$(BIN)/python -m bench.ingest
 	$(BIN)/python -m bench.retrieve
 	$(BIN)/python -m bench.chat
 	$(BIN)/python -m bench.gateway
+	$(BIN)/python -m bench.vault_questions
+	$(BIN)/python -m bench.scifact
 
 clean: ## Remove the virtualenv, npm tools and caches (not your data)
 	rm -rf $(VENV) node_modules ui/node_modules ui/dist ui/src/gen build $(STAMPS) .pytest_cache .ruff_cache
