@@ -27,6 +27,7 @@ class Arm:
     mode: str
     alternates: bool = False
     rerank: bool = False
+    links: bool = False
     description: str = ""
 
 
@@ -36,6 +37,7 @@ ARMS: dict[str, Arm] = {
         Arm("lexical", "lexical", description="BM25 over chunks only"),
         Arm("vector", "vector", description="embedding similarity only"),
         Arm("hybrid", "hybrid", description="both arms fused by reciprocal rank fusion"),
+        Arm("hybrid+links", "hybrid", links=True, description="plus the notes top passages [[link]] to"),
         Arm("hybrid+alternates", "hybrid", alternates=True, description="plus an LLM's alternate phrasings"),
         Arm("hybrid+rerank", "hybrid", rerank=True, description="plus a cross-encoder reranker"),
     )
@@ -57,6 +59,12 @@ class NoteRanker:
             rows = await connection.fetch("SELECT id, path FROM vault_files")
         return cls(retriever, {row["id"]: row["path"] for row in rows})
 
+    def _with_links(self) -> Retriever:
+        """The same retriever with wikilink expansion on, whatever the vault's setting."""
+        r = self.retriever
+        settings = r.settings.model_copy(update={"wikilink_expansion": True})
+        return Retriever(r.db, r.embedder, r.condenser, r.make_reranker, settings, r.embedder_unavailable_reason)
+
     def options(self, arm: Arm) -> Options:
         return Options.resolve(
             self.retriever.settings,
@@ -71,8 +79,9 @@ class NoteRanker:
         the arm needs did not run."""
         if arm.alternates and self.retriever.condenser.provider is None:
             raise ArmUnavailable(f"alternates need a language model: {self.retriever.condenser.unavailable_reason}")
+        retriever = self._with_links() if arm.links else self.retriever
         try:
-            ranking = await self.retriever.rank(
+            ranking = await retriever.rank(
                 question.text, list(question.history), Filters(), self.options(arm), depth=depth * CHUNKS_PER_NOTE
             )
         except InvalidInput as error:
