@@ -110,9 +110,15 @@ class _AttachTokenStream(grpc.aio.UnaryStreamClientInterceptor):
         return await continuation(_with_token(client_call_details, self._token), request)
 
 
+# Calls are spread over every address the name resolves to (each pod behind a headless Kubernetes Service), not
+# pinned to the first: one channel is shared by every turn, so pick_first would send them all to one pod.
+BALANCED = [("grpc.lb_policy_name", "round_robin")]
+
+
 def open_channel(target: str, token: str | None, options: list[tuple[str, Any]] | None = None) -> grpc.aio.Channel:
-    """A channel to one of our services that presents `token` (when there is one) on every call."""
+    """A channel to one of our services that presents `token` (when there is one) on every call, balanced over
+    every address of `target`."""
     interceptors: list[grpc.aio.ClientInterceptor] | None = (
         [_AttachTokenUnary(token), _AttachTokenStream(token)] if token else None
     )
-    return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
+    return grpc.aio.insecure_channel(target, options=[*BALANCED, *(options or [])], interceptors=interceptors)
