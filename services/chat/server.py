@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from collections.abc import Mapping
 
+from secondbrain.chat import store
 from secondbrain.chat.app import Chat
 from secondbrain.chat.conversations import Conversations
 from secondbrain.chat.retrieve_client import DEFAULT_TIMEOUT_SECONDS, RetrieveClient
 from secondbrain.chat.servicer import SERVICE_NAME, ChatServicer
 from secondbrain.chat.settings import ChatSettings
-from secondbrain.chat.turn import Turns
+from secondbrain.chat.turn import ABANDONED_AFTER_SECONDS, ABANDONED_ERROR, Turns
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.config import Config
 from secondbrain.db import Database
 from secondbrain.llm import ProviderCatalog, RetryPolicy
 from secondbrain.service.runner import ServiceDeps, serve
 from secondbrain.service.server import RunningServer, ServiceBinding, build_server
+
+log = logging.getLogger(__name__)
+
+SWEEP_INTERVAL_SECONDS = 300
 
 
 def build_chat(
@@ -50,6 +56,25 @@ def build_chat(
     )
 
 
+async def close_abandoned_turns(db: Database) -> int:
+    """Close the answers a dead chat process left pending; returns how many."""
+    async with db.pool.acquire() as connection:
+        closed = await store.close_abandoned_turns(connection, ABANDONED_AFTER_SECONDS, ABANDONED_ERROR)
+    if closed:
+        log.warning("closed answers left pending by a chat process that stopped", extra={"answers": closed})
+    return closed
+
+
+async def _sweep_abandoned_turns(db: Database) -> None:
+    """Runs for the server's life: every few minutes, answers left pending too long are closed."""
+    while True:
+        try:
+            await close_abandoned_turns(db)
+        except Exception:
+            log.exception("closing abandoned answers failed")
+        await asyncio.sleep(SWEEP_INTERVAL_SECONDS)
+
+
 async def _close_when_stopped(chat: Chat) -> None:
     """Runs for the server's life; cancelled when it stops, it closes the chat's channel to retrieve."""
     try:
@@ -71,6 +96,7 @@ async def create_server(address: str, deps: ServiceDeps, chat: Chat | None = Non
     )
     if owned:
         running.background.append(asyncio.create_task(_close_when_stopped(chat)))
+    running.background.append(asyncio.create_task(_sweep_abandoned_turns(deps.db)))
     return running
 
 

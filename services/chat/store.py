@@ -380,3 +380,18 @@ async def finish_turn(
                 conversation_id,
                 timeout=STATEMENT_TIMEOUT,
             )
+
+
+async def close_abandoned_turns(connection: asyncpg.Connection, older_than_seconds: float, error: str) -> int:
+    """Mark answers still pending after `older_than_seconds` incomplete with `error`: whatever was writing them
+    stopped (a chat process killed mid-answer). Returns how many were closed."""
+    status = await connection.execute(
+        """
+        UPDATE chat_messages SET status = 'incomplete', error = $2
+        WHERE status = 'pending' AND created_at < now() - make_interval(secs => $1)
+        """,
+        older_than_seconds,
+        error,
+        timeout=STATEMENT_TIMEOUT,
+    )
+    return int(status.split()[-1])

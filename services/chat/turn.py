@@ -55,6 +55,10 @@ MAX_TITLE_CHARS = 60
 
 PLACEHOLDER_ERROR = "no answer yet: it is still being written, or the chat service stopped before it finished"
 CANCELLED_ERROR = "the answer stopped part way because the client cancelled the request"
+ABANDONED_ERROR = "the chat service stopped before this answer finished; ask again"
+# No turn runs this long (retrieval is bounded by its deadline, a stream by Envoy's idle timeout and the provider's),
+# so an answer still pending after it belongs to a chat process that died.
+ABANDONED_AFTER_SECONDS = 15 * 60
 
 
 @dataclass(frozen=True)

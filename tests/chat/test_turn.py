@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import uuid
 
 import grpc
 import pytest
@@ -289,3 +290,28 @@ async def test_a_bad_request_is_refused_with_a_status_and_stores_nothing(stack: 
             await stack.send(target, content)
         assert raised.value.code() == code and says in raised.value.details()
     assert (await stack.get(conversation_id)).message_count == 0
+
+
+async def test_an_answer_left_pending_by_a_dead_chat_process_is_closed_later(stack: ChatStack) -> None:
+    from secondbrain.chat.server import close_abandoned_turns
+
+    conversation = await stack.conversation()
+    # What a chat process killed mid-answer leaves behind: the question, and its answer row still pending.
+    async with stack.db.pool.acquire() as connection:
+        await connection.execute(
+            """
+            INSERT INTO chat_messages (conversation_id, role, content, status, error, created_at) VALUES
+              ($1, 'user', 'Old question?', 'complete', '', now() - interval '1 hour'),
+              ($1, 'assistant', 'Half an ans', 'pending', 'no answer yet', now() - interval '1 hour'),
+              ($1, 'user', 'New question?', 'complete', '', now()),
+              ($1, 'assistant', '', 'pending', 'no answer yet', now())
+            """,
+            uuid.UUID(conversation.id),
+        )
+    assert await close_abandoned_turns(stack.db) == 1, "only the answer pending for longer than any turn runs"
+    messages = (await stack.get(conversation.id)).messages
+    assert [m.status for m in messages if m.role == common.MESSAGE_ROLE_ASSISTANT] == [
+        pb.MESSAGE_STATUS_INCOMPLETE,
+        pb.MESSAGE_STATUS_PENDING,
+    ]
+    assert "stopped before this answer finished" in messages[1].error and messages[1].content == "Half an ans"
