@@ -82,7 +82,11 @@ async def turn(stub: pb_grpc.ChatServiceStub, question: str) -> float:
     return before_sources + to_first_delta
 
 
-async def main(concurrent: int, sequential: int) -> None:
+@contextlib.asynccontextmanager
+async def indexed_vault() -> AsyncIterator[dict[str, str]]:
+    """A generated 200-note vault, indexed through a local Ollama-protocol embedder, with a local OpenAI-protocol
+    LLM answering at a fixed pace; yields the environment the servers need. Its own embedded
+    PostgreSQL in a temporary folder, never DATABASE_URL."""
     os.environ.pop("DATABASE_URL", None)  # never write benchmark data into a real database
     with tempfile.TemporaryDirectory(prefix="secondbrain-bench-") as tmp:
         root = Path(tmp)
@@ -105,33 +109,40 @@ async def main(concurrent: int, sequential: int) -> None:
             }
             config = load_config()
             db = await Database.open(config.settings)
-            async for _ in build_ingestor(config, db, env).sync(vault):
-                pass
-            retrieve_port, chat_port = free_port(), free_port()
-            env.update(SECONDBRAIN_RETRIEVE_PORT=str(retrieve_port), SECONDBRAIN_CHAT_PORT=str(chat_port))
-            questions = [f"what did project {i % 7} decide about storage and search?" for i in range(concurrent)]
-            async with service("retrieve", retrieve_port, env), service("chat", chat_port, env) as chat:
-                baseline_mb = chat.memory_info().rss / 2**20
-                async with grpc.aio.insecure_channel(f"127.0.0.1:{chat_port}") as channel:
-                    stub = pb_grpc.ChatServiceStub(channel)
-                    await turn(stub, "warm up")
-                    one = [await turn(stub, questions[i % len(questions)]) for i in range(sequential)]
-                    peak = baseline_mb
-                    sampling = True
+            try:
+                async for _ in build_ingestor(config, db, env).sync(vault):
+                    pass
+                yield env
+            finally:
+                await db.close()
 
-                    async def sample() -> None:
-                        nonlocal peak
-                        while sampling:
-                            peak = max(peak, chat.memory_info().rss / 2**20)
-                            await asyncio.sleep(0.05)
 
-                    sampler = asyncio.create_task(sample())
-                    started = time.perf_counter()
-                    many = await asyncio.gather(*(turn(stub, q) for q in questions))
-                    wall = time.perf_counter() - started
-                    sampling = False
-                    await sampler
-            await db.close()
+async def main(concurrent: int, sequential: int) -> None:
+    async with indexed_vault() as env:
+        retrieve_port, chat_port = free_port(), free_port()
+        env.update(SECONDBRAIN_RETRIEVE_PORT=str(retrieve_port), SECONDBRAIN_CHAT_PORT=str(chat_port))
+        questions = [f"what did project {i % 7} decide about storage and search?" for i in range(concurrent)]
+        async with service("retrieve", retrieve_port, env), service("chat", chat_port, env) as chat:
+            baseline_mb = chat.memory_info().rss / 2**20
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{chat_port}") as channel:
+                stub = pb_grpc.ChatServiceStub(channel)
+                await turn(stub, "warm up")
+                one = [await turn(stub, questions[i % len(questions)]) for i in range(sequential)]
+                peak = baseline_mb
+                sampling = True
+
+                async def sample() -> None:
+                    nonlocal peak
+                    while sampling:
+                        peak = max(peak, chat.memory_info().rss / 2**20)
+                        await asyncio.sleep(0.05)
+
+                sampler = asyncio.create_task(sample())
+                started = time.perf_counter()
+                many = await asyncio.gather(*(turn(stub, q) for q in questions))
+                wall = time.perf_counter() - started
+                sampling = False
+                await sampler
 
     def p(samples: list[float], q: float) -> float:
         return sorted(samples)[max(int(len(samples) * q) - 1, 0)]

@@ -11,33 +11,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
-import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 
 import grpc
 import httpx2
 import psutil
 
-from bench.chat import free_port, service
-from bench.ingest import generate_vault
+from bench.chat import DELTA_DELAY_SECONDS, DELTAS, free_port, indexed_vault, service
 from bench.report import table, write_section
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
-from secondbrain.config import load_config
-from secondbrain.db import Database
-from secondbrain.ingest.server import build_ingestor
 from tests.gateway.grpc_web import call as grpc_web_call
 from tests.gateway.grpc_web import stream as grpc_web_stream
-from tests.wire import OllamaServer, OpenAIServer, Reply
 
-DELTAS = 20
-DELTA_DELAY_SECONDS = 0.02
 QUESTION = "what did project 3 decide about storage and search?"
 
 
@@ -81,136 +70,112 @@ def summary(samples: list[float]) -> str:
 
 
 async def main(calls: int, turns: int, concurrent: int) -> None:
-    os.environ.pop("DATABASE_URL", None)  # never write benchmark data into a real database
-    with tempfile.TemporaryDirectory(prefix="secondbrain-bench-") as tmp:
-        root = Path(tmp)
-        vault = root / "vault"
-        generate_vault(vault, 200)
-        (vault / "secondbrain.json").write_text(json.dumps({
-            "embedding": {"provider": "ollama", "model": "nomic-embed-text"},
-            "chat": {"default_provider": "openai", "default_model": "gpt-5.4-mini"},
-            "retrieve": {"condense": False},
-        }))  # fmt: skip
-        os.environ.update(SECONDBRAIN_DATA_DIR=str(root / "data"), SECONDBRAIN_VAULT=str(vault))
-        async with OllamaServer(dimensions=768) as embedder, OpenAIServer() as llm:
-            llm.script.default = Reply(deltas=[f"word{i} [1] " for i in range(DELTAS)], delay=DELTA_DELAY_SECONDS)
-            ports = {name: free_port() for name in ("ingest", "retrieve", "chat", "shim", "gateway")}
-            env = {
-                **os.environ,
-                "OLLAMA_URL": embedder.root_url,
-                "OPENAI_API_KEY": "sk-bench-0123456789",
-                "OPENAI_BASE_URL": llm.base_url,
-                "SECONDBRAIN_LOG_LEVEL": "WARNING",
-                **{f"SECONDBRAIN_{name.upper()}_PORT": str(port) for name, port in ports.items()},
+    async with indexed_vault() as env:
+        ports = {name: free_port() for name in ("ingest", "retrieve", "chat", "shim", "gateway")}
+        env.update({f"SECONDBRAIN_{name.upper()}_PORT": str(port) for name, port in ports.items()})
+        async with (
+            service("retrieve", ports["retrieve"], env),
+            service("chat", ports["chat"], env),
+            http_server("shim", ports["shim"], env) as shim,
+            http_server("envoy", ports["gateway"], env) as envoy_parent,
+            grpc.aio.insecure_channel(f"127.0.0.1:{ports['chat']}") as channel,
+            httpx2.AsyncClient(base_url=f"http://127.0.0.1:{ports['gateway']}", timeout=60) as via_envoy,
+            httpx2.AsyncClient(base_url=f"http://127.0.0.1:{ports['shim']}", timeout=60) as via_shim,
+        ):
+            stub = pb_grpc.ChatServiceStub(channel)
+            # `serve envoy` execs Envoy, so the process is Envoy itself.
+            envoy = envoy_parent
+            idle = {"shim": shim.memory_info().rss / 2**20, "envoy": envoy.memory_info().rss / 2**20}
+
+            async def conversation() -> str:
+                return (await stub.CreateConversation(pb.CreateConversationRequest(), timeout=30)).conversation.id
+
+            # Unary: GetOptions four ways.
+            options = pb.GetOptionsRequest()
+            path = "/secondbrain.chat.v1.ChatService/GetOptions"
+            for _ in range(20):
+                await stub.GetOptions(options)
+                await grpc_web_call(via_envoy, path, options)
+                await via_envoy.get("/api/chat/options")
+                await via_shim.get("/api/chat/options")
+            unary = {
+                "gRPC, direct": await timed(lambda: stub.GetOptions(options), calls),
+                "grpc-web through Envoy": await timed(lambda: grpc_web_call(via_envoy, path, options), calls),
+                "REST, shim direct": await timed(lambda: via_shim.get("/api/chat/options"), calls),
+                "REST through Envoy and the shim": await timed(lambda: via_envoy.get("/api/chat/options"), calls),
             }
-            config = load_config()
-            db = await Database.open(config.settings)
-            async for _ in build_ingestor(config, db, env).sync(vault):
-                pass
-            async with (
-                service("retrieve", ports["retrieve"], env),
-                service("chat", ports["chat"], env),
-                http_server("shim", ports["shim"], env) as shim,
-                http_server("envoy", ports["gateway"], env) as envoy_parent,
-                grpc.aio.insecure_channel(f"127.0.0.1:{ports['chat']}") as channel,
-                httpx2.AsyncClient(base_url=f"http://127.0.0.1:{ports['gateway']}", timeout=60) as via_envoy,
-                httpx2.AsyncClient(base_url=f"http://127.0.0.1:{ports['shim']}", timeout=60) as via_shim,
-            ):
-                stub = pb_grpc.ChatServiceStub(channel)
-                # `serve envoy` execs Envoy, so the process is Envoy itself.
-                envoy = envoy_parent
-                idle = {"shim": shim.memory_info().rss / 2**20, "envoy": envoy.memory_info().rss / 2**20}
 
-                async def conversation() -> str:
-                    return (await stub.CreateConversation(pb.CreateConversationRequest(), timeout=30)).conversation.id
-
-                # Unary: GetOptions four ways.
-                options = pb.GetOptionsRequest()
-                path = "/secondbrain.chat.v1.ChatService/GetOptions"
-                for _ in range(20):
-                    await stub.GetOptions(options)
-                    await grpc_web_call(via_envoy, path, options)
-                    await via_envoy.get("/api/chat/options")
-                    await via_shim.get("/api/chat/options")
-                unary = {
-                    "gRPC, direct": await timed(lambda: stub.GetOptions(options), calls),
-                    "grpc-web through Envoy": await timed(lambda: grpc_web_call(via_envoy, path, options), calls),
-                    "REST, shim direct": await timed(lambda: via_shim.get("/api/chat/options"), calls),
-                    "REST through Envoy and the shim": await timed(lambda: via_envoy.get("/api/chat/options"), calls),
-                }
-
-                # A turn: time to the first delta, three ways.
-                async def first_delta_grpc() -> float:
-                    cid = await conversation()
-                    started = time.perf_counter()
-                    first = None
-                    async for event in stub.SendMessage(pb.SendMessageRequest(conversation_id=cid, content=QUESTION)):
-                        if event.WhichOneof("event") == "delta" and first is None:
-                            first = time.perf_counter()
-                    assert first is not None
-                    return (first - started) * 1000
-
-                async def first_delta_grpc_web() -> float:
-                    cid = await conversation()
-                    started = time.perf_counter()
-                    first = None
-                    request = pb.SendMessageRequest(conversation_id=cid, content=QUESTION)
-                    async for _, message in grpc_web_stream(
-                        via_envoy, "/secondbrain.chat.v1.ChatService/SendMessage", request
-                    ):
-                        is_delta = message is not None and pb.SendMessageResponse.FromString(message).delta.text
-                        if is_delta and first is None:
-                            first = time.perf_counter()
-                    assert first is not None
-                    return (first - started) * 1000
-
-                async def first_delta_sse(client: httpx2.AsyncClient = via_envoy) -> float:
-                    cid = await conversation()
-                    started = time.perf_counter()
-                    first = None
-                    seen = ""
-                    async with client.stream(
-                        "POST", f"/api/chat/conversations/{cid}/messages", json={"content": QUESTION}
-                    ) as response:
-                        async for text in response.aiter_text():
-                            seen += text
-                            if first is None and "event: delta" in seen:
-                                first = time.perf_counter()
-                    assert first is not None and "event: done" in seen, seen[-300:]
-                    return (first - started) * 1000
-
-                async def collect(measure: Callable[[], Awaitable[float]]) -> list[float]:
-                    await measure()  # warm up
-                    return [await measure() for _ in range(turns)]
-
-                first_delta = {
-                    "gRPC, direct": await collect(first_delta_grpc),
-                    "grpc-web through Envoy": await collect(first_delta_grpc_web),
-                    "SSE through Envoy and the shim": await collect(first_delta_sse),
-                }
-
-                # Many at once, through the whole gateway, while memory is sampled.
-                peak = dict(idle)
-                sampling = True
-
-                async def sample() -> None:
-                    while sampling:
-                        peak["shim"] = max(peak["shim"], shim.memory_info().rss / 2**20)
-                        peak["envoy"] = max(peak["envoy"], envoy.memory_info().rss / 2**20)
-                        await asyncio.sleep(0.05)
-
-                sampler = asyncio.create_task(sample())
+            # A turn: time to the first delta, three ways.
+            async def first_delta_grpc() -> float:
+                cid = await conversation()
                 started = time.perf_counter()
-                half = concurrent // 2
-                many = await asyncio.gather(
-                    *(first_delta_sse() for _ in range(half)),
-                    *(first_delta_grpc_web() for _ in range(concurrent - half)),
-                    return_exceptions=True,
-                )
-                wall = time.perf_counter() - started
-                sampling = False
-                await sampler
-            await db.close()
+                first = None
+                async for event in stub.SendMessage(pb.SendMessageRequest(conversation_id=cid, content=QUESTION)):
+                    if event.WhichOneof("event") == "delta" and first is None:
+                        first = time.perf_counter()
+                assert first is not None
+                return (first - started) * 1000
+
+            async def first_delta_grpc_web() -> float:
+                cid = await conversation()
+                started = time.perf_counter()
+                first = None
+                request = pb.SendMessageRequest(conversation_id=cid, content=QUESTION)
+                async for _, message in grpc_web_stream(
+                    via_envoy, "/secondbrain.chat.v1.ChatService/SendMessage", request
+                ):
+                    is_delta = message is not None and pb.SendMessageResponse.FromString(message).delta.text
+                    if is_delta and first is None:
+                        first = time.perf_counter()
+                assert first is not None
+                return (first - started) * 1000
+
+            async def first_delta_sse(client: httpx2.AsyncClient = via_envoy) -> float:
+                cid = await conversation()
+                started = time.perf_counter()
+                first = None
+                seen = ""
+                async with client.stream(
+                    "POST", f"/api/chat/conversations/{cid}/messages", json={"content": QUESTION}
+                ) as response:
+                    async for text in response.aiter_text():
+                        seen += text
+                        if first is None and "event: delta" in seen:
+                            first = time.perf_counter()
+                assert first is not None and "event: done" in seen, seen[-300:]
+                return (first - started) * 1000
+
+            async def collect(measure: Callable[[], Awaitable[float]]) -> list[float]:
+                await measure()  # warm up
+                return [await measure() for _ in range(turns)]
+
+            first_delta = {
+                "gRPC, direct": await collect(first_delta_grpc),
+                "grpc-web through Envoy": await collect(first_delta_grpc_web),
+                "SSE through Envoy and the shim": await collect(first_delta_sse),
+            }
+
+            # Many at once, through the whole gateway, while memory is sampled.
+            peak = dict(idle)
+            sampling = True
+
+            async def sample() -> None:
+                while sampling:
+                    peak["shim"] = max(peak["shim"], shim.memory_info().rss / 2**20)
+                    peak["envoy"] = max(peak["envoy"], envoy.memory_info().rss / 2**20)
+                    await asyncio.sleep(0.05)
+
+            sampler = asyncio.create_task(sample())
+            started = time.perf_counter()
+            half = concurrent // 2
+            many = await asyncio.gather(
+                *(first_delta_sse() for _ in range(half)),
+                *(first_delta_grpc_web() for _ in range(concurrent - half)),
+                return_exceptions=True,
+            )
+            wall = time.perf_counter() - started
+            sampling = False
+            await sampler
 
     failures = [m for m in many if isinstance(m, BaseException)]
     fine = [m for m in many if isinstance(m, float)]
