@@ -14,13 +14,13 @@ import uuid
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
 
 from secondbrain.config import Config, load_config
 from secondbrain.db import Database
+from secondbrain.db.database import with_database
 from secondbrain.db.migrate import migrate
 
 PGVECTOR_IMAGE = "pgvector/pgvector:pg17"
@@ -72,12 +72,6 @@ def postgres_server() -> Iterator[str]:
             _embedded_server(Path(directory)) as dsn,
         ):
             yield dsn
-
-
-def with_database(dsn: str, database: str) -> str:
-    """`dsn` pointing at another database on the same server."""
-    parts = urlsplit(dsn)
-    return urlunsplit(parts._replace(path=f"/{database}"))
 
 
 @pytest.fixture

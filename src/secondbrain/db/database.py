@@ -30,6 +30,11 @@ def redact(dsn: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def with_database(dsn: str, database: str) -> str:
+    """`dsn` pointing at another database on the same server."""
+    return urlunsplit(urlsplit(dsn)._replace(path=f"/{database}"))
+
+
 def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".") if part.isdigit())
 

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from secondbrain.config import Config
 from secondbrain.db import Database
+from secondbrain.db.database import with_database
 from secondbrain.errors import InvalidInput
 from secondbrain.evaluation.metrics import MEASURES
 from secondbrain.evaluation.questions import DEFAULT_QA_FILE, load_beir, load_qa
@@ -22,7 +23,6 @@ from secondbrain.evaluation.run import (
     ensure_database,
     eval_database_name,
     evaluate,
-    with_database,
     write_corpus,
 )
 
@@ -116,7 +116,7 @@ async def _beir(config, directory, split, arms, limit, console, progress) -> Rep
     # Holding the configured database keeps an embedded server up while the benchmark's database is used.
     main = await Database.open(config.settings)
     try:
-        await ensure_database(main.dsn, name)
+        await ensure_database(main.dsn, name, config.settings.db_connect_timeout_seconds)
         eval_config = beir_config(config, with_database(main.dsn, name), vault)
         db = await Database.open(eval_config.settings)
         try:

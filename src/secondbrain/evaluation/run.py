@@ -13,12 +13,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
 from secondbrain.config import Config, VaultConfig
 from secondbrain.db import Database
+from secondbrain.db.database import connect
 from secondbrain.errors import InvalidInput
 from secondbrain.evaluation import metrics
 from secondbrain.evaluation.questions import BeirDataset, Question, QuestionSet, note_path
@@ -115,14 +115,9 @@ def eval_database_name(dataset: str) -> str:
     return "secondbrain_eval_" + re.sub(r"[^a-z0-9_]", "_", dataset.lower())
 
 
-def with_database(dsn: str, database: str) -> str:
-    parts = urlsplit(dsn)
-    return urlunsplit(parts._replace(path=f"/{database}"))
-
-
-async def ensure_database(dsn: str, database: str) -> None:
+async def ensure_database(dsn: str, database: str, connect_timeout: float) -> None:
     """Create `database` on the server of `dsn` unless it exists."""
-    connection = await asyncpg.connect(dsn)
+    connection = await connect(dsn, connect_timeout)
     try:
         exists = await connection.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", database)
         if not exists:
