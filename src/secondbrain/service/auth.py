@@ -17,6 +17,8 @@ from typing import Any
 
 import grpc
 
+from secondbrain.service.handlers import with_behaviour
+
 HEADER = "authorization"
 SCHEME = "Bearer"
 # Health checks stay open: probes cannot carry a secret, and a status reveals nothing.
@@ -77,13 +79,8 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
         metadata = dict(handler_call_details.invocation_metadata or ())
         if token_matches(metadata.get(HEADER), self._token):
             return handler
-        codecs = {
-            "request_deserializer": handler.request_deserializer,
-            "response_serializer": handler.response_serializer,
-        }
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(_refuse_stream, **codecs)
-        return grpc.unary_unary_rpc_method_handler(_refuse_unary, **codecs)
+        # Every kind of call is refused, reflection's bidi stream included.
+        return with_behaviour(handler, unary=_refuse_unary, stream=_refuse_stream, otherwise=_refuse_unary)
 
 
 def _with_token(details: grpc.aio.ClientCallDetails, token: str) -> grpc.aio.ClientCallDetails:

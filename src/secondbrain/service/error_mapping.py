@@ -24,6 +24,7 @@ from secondbrain.errors import (
     SecondbrainError,
     Unavailable,
 )
+from secondbrain.service.handlers import with_behaviour
 
 log = logging.getLogger(__name__)
 
@@ -90,13 +91,8 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
         if handler is None:
             return handler
         method = handler_call_details.method
-        codecs = {
-            "request_deserializer": handler.request_deserializer,
-            "response_serializer": handler.response_serializer,
-        }
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(_wrap_unary(handler.unary_unary, method), **codecs)
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(_wrap_stream(handler.unary_stream, method), **codecs)
-        # Client- and bidi-streaming RPCs are not part of the API; leave any such handler as it is.
-        return handler
+        return with_behaviour(
+            handler,
+            unary=_wrap_unary(handler.unary_unary, method),
+            stream=_wrap_stream(handler.unary_stream, method),
+        )
