@@ -50,9 +50,8 @@ class GatewayLayout:
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
 
 
-def local_layout(settings: Settings, *, listen_port: int | None = None, shim_port: int | None = None) -> GatewayLayout:
+def local_layout(settings: Settings, *, listen_port: int | None = None) -> GatewayLayout:
     """Envoy on this machine in front of the configured services; the admin API on any free loopback port."""
-    shim = Upstream.parse(f"{settings.host}:{settings.shim_port if shim_port is None else shim_port}")
     return GatewayLayout(
         listen_host=settings.host,
         listen_port=settings.gateway_port if listen_port is None else listen_port,
@@ -60,7 +59,7 @@ def local_layout(settings: Settings, *, listen_port: int | None = None, shim_por
         ingest=Upstream.parse(settings.address_of("ingest")),
         retrieve=Upstream.parse(settings.address_of("retrieve")),
         chat=Upstream.parse(settings.address_of("chat")),
-        shim=_reachable(shim),
+        shim=Upstream.parse(settings.address_of("shim")),
         cors_origins=tuple(settings.cors_origins),
     )
 

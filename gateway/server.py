@@ -14,6 +14,7 @@ import uvicorn
 
 from secondbrain.config import Config, Settings
 from secondbrain.errors import Unavailable
+from secondbrain.gateway.endpoints import SERVICES
 from secondbrain.gateway.envoy import command, prepare
 from secondbrain.gateway.envoy_config import local_layout, render
 from secondbrain.gateway.shim import Backends, create_app
@@ -21,7 +22,6 @@ from secondbrain.jsonlog import configure_logging
 
 log = logging.getLogger(__name__)
 
-SERVICES = ("ingest", "retrieve", "chat")
 # Envoy at "info" prints dozens of lines at every start; warnings are what a person needs to see.
 ENVOY_LOG_LEVEL = {"DEBUG": "debug", "INFO": "warning", "WARNING": "warning", "ERROR": "error"}
 # A stream still open at shutdown gets this long to finish before its connection is closed.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import re
 import signal
 import socket
@@ -16,6 +15,7 @@ import psutil
 import pytest
 
 from secondbrain.service.health_client import check_health
+from tests.gateway.conftest import parse_sse
 
 GRPC = ("ingest", "retrieve", "chat")
 DEMO_VAULT = Path(__file__).resolve().parents[1] / "demo" / "vault"
@@ -126,15 +126,11 @@ async def test_up_indexes_the_vault_and_answers_a_question_through_the_gateway_w
         conversation = (await client.post("/api/chat/conversations", json={})).json()["conversation"]
         question = "When should I water the tomatoes?"
         reply = await client.post(f"/api/chat/conversations/{conversation['id']}/messages", json={"content": question})
-    events = [
-        (block.split("\n")[0].removeprefix("event: "), json.loads(block.split("\n")[1].removeprefix("data: ")))
-        for block in reply.text.strip().split("\n\n")
-        if block.startswith("event:")
-    ]
-    assert events[0][0] == "sources" and events[-1][0] == "done", events[-1]
-    passages = events[0][1]["retrieval"]["passages"]
+    events = parse_sse(reply.text)
+    assert events[0].event == "sources" and events[-1].event == "done", events[-1]
+    passages = events[0].data["retrieval"]["passages"]
     assert passages[0]["notePath"] == "Areas/Garden/Vegetable Beds.md"
-    answer = "".join(data["text"] for name, data in events if name == "delta")
+    answer = "".join(e.data["text"] for e in events if e.event == "delta")
     assert "every morning before nine" in answer.lower() and re.search(r"\[\d+\]", answer), answer
 
     process.send_signal(signal.SIGINT)

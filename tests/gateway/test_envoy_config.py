@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from secondbrain.config import Settings, load_settings
+from secondbrain.config import Settings
 from secondbrain.errors import ConfigError
 from secondbrain.gateway.endpoints import SERVICES
 from secondbrain.gateway.envoy import validate
@@ -38,10 +38,6 @@ def _route_for(config: dict[str, Any], path: str, method: str = "POST") -> dict[
         if match.get("path") == path or ("prefix" in match and path.startswith(match["prefix"])):
             return route["route"]
     raise AssertionError(f"no route for {path}")
-
-
-def _settings(**values: Any) -> Settings:
-    return load_settings(**values)
 
 
 @pytest.mark.parametrize(
