@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -48,16 +49,23 @@ def _config(**overrides: object) -> Config:
     return load_config(**{key: value for key, value in overrides.items() if value is not None})
 
 
-def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    """Run a command's coroutine; an error ends the command with its message, not a traceback."""
+@contextlib.contextmanager
+def _errors_as_messages() -> Iterator[None]:
+    """An error ends the command with its message, not a traceback."""
     try:
-        return asyncio.run(coroutine)
+        yield
     except SecondbrainError as error:
         typer.echo(f"secondbrain: {error}", err=True)
         raise typer.Exit(1) from None
     except grpc.aio.AioRpcError as error:
         typer.echo(f"secondbrain: {error.details()} ({error.code().name})", err=True)
         raise typer.Exit(1) from None
+
+
+def _run(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """Run a command's coroutine, its errors as messages."""
+    with _errors_as_messages():
+        return asyncio.run(coroutine)
 
 
 @app.command()
@@ -83,11 +91,8 @@ def serve(
     if service is Server.envoy:
         from secondbrain.gateway.server import main_envoy
 
-        try:
+        with _errors_as_messages():
             main_envoy(_config(host=host, vault=vault), port)
-        except SecondbrainError as error:
-            typer.echo(f"secondbrain: {error}", err=True)
-            raise typer.Exit(1) from None
         return
 
     async def go() -> None:
@@ -122,16 +127,13 @@ def gateway_config(
     from secondbrain.gateway.envoy import validate
     from secondbrain.gateway.envoy_config import kubernetes_layout, local_layout, render
 
-    try:
+    with _errors_as_messages():
         settings = _config().settings
         text = render(kubernetes_layout(settings) if kubernetes else local_layout(settings))
         with tempfile.TemporaryDirectory() as directory:
             checked = Path(directory) / "envoy.yaml"
             checked.write_text(text, encoding="utf-8")
             validate(checked)
-    except SecondbrainError as error:
-        typer.echo(f"secondbrain: {error}", err=True)
-        raise typer.Exit(1) from None
     if output is None:
         typer.echo(text, nl=False)
     else:

@@ -51,19 +51,18 @@ class ArmUnavailable(Exception):
 @dataclass
 class NoteRanker:
     retriever: Retriever
+    # The same retriever with wikilink expansion on, whatever the vault's setting (the hybrid+links arm).
+    with_links: Retriever
     paths: dict[int, str]
 
     @classmethod
     async def open(cls, retriever: Retriever) -> NoteRanker:
         async with retriever.db.pool.acquire() as connection:
             rows = await connection.fetch("SELECT id, path FROM vault_files")
-        return cls(retriever, {row["id"]: row["path"] for row in rows})
-
-    def _with_links(self) -> Retriever:
-        """The same retriever with wikilink expansion on, whatever the vault's setting."""
-        r = self.retriever
+        r = retriever
         settings = r.settings.model_copy(update={"wikilink_expansion": True})
-        return Retriever(r.db, r.embedder, r.condenser, r.make_reranker, settings, r.embedder_unavailable_reason)
+        with_links = Retriever(r.db, r.embedder, r.condenser, r.make_reranker, settings, r.embedder_unavailable_reason)
+        return cls(retriever, with_links, {row["id"]: row["path"] for row in rows})
 
     def options(self, arm: Arm) -> Options:
         return Options.resolve(
@@ -79,7 +78,7 @@ class NoteRanker:
         the arm needs did not run."""
         if arm.alternates and self.retriever.condenser.provider is None:
             raise ArmUnavailable(f"alternates need a language model: {self.retriever.condenser.unavailable_reason}")
-        retriever = self._with_links() if arm.links else self.retriever
+        retriever = self.with_links if arm.links else self.retriever
         try:
             ranking = await retriever.rank(
                 question.text, list(question.history), Filters(), self.options(arm), depth=depth * CHUNKS_PER_NOTE
