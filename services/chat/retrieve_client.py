@@ -7,6 +7,7 @@ domain error saying what to start or check, which the turn turns into its error 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,8 @@ from secondbrain.v1 import retrieval_pb2 as common
 
 # Condensing (6 s by default), embedding, search and an optional rerank (10 s) all fit in this.
 DEFAULT_TIMEOUT_SECONDS = 30.0
+# How long a turn waits for a refused connection to the retrieve service to come back before reporting it down.
+RECONNECT_WAIT_SECONDS = 3.0
 
 ROLES = {"user": common.MESSAGE_ROLE_USER, "assistant": common.MESSAGE_ROLE_ASSISTANT}
 
@@ -96,19 +99,38 @@ class RetrieveClient:
                 rerank_model=options.rerank_model,
             ),
         )
-        result = common.RetrievalResult()
+        stub = self._get_stub()
+        for attempt in (1, 2):
+            result = common.RetrievalResult()
+            try:
+                async for event in stub.Retrieve(request, timeout=self.timeout_seconds):
+                    kind = event.WhichOneof("event")
+                    if kind == "plan":
+                        result.plan.CopyFrom(event.plan)
+                    elif kind == "passage":
+                        result.passages.append(event.passage)
+                    elif kind == "done":
+                        result.timings.extend(event.done.timings)
+                return result
+            except grpc.aio.AioRpcError as error:
+                # Retrieval only reads, so a call refused before any answer is tried once more when the connection
+                # comes back within a moment: a retrieve service that restarted is not reported as down.
+                nothing_yet = not result.HasField("plan") and not result.passages
+                unavailable = error.code() == grpc.StatusCode.UNAVAILABLE
+                if attempt == 1 and unavailable and nothing_yet and await self._reconnected():
+                    continue
+                raise self._domain_error(error) from None
+        raise AssertionError("unreachable")
+
+    async def _reconnected(self) -> bool:
+        """Whether the channel connects again within RECONNECT_WAIT_SECONDS."""
+        assert self._channel is not None
         try:
-            async for event in self._get_stub().Retrieve(request, timeout=self.timeout_seconds):
-                kind = event.WhichOneof("event")
-                if kind == "plan":
-                    result.plan.CopyFrom(event.plan)
-                elif kind == "passage":
-                    result.passages.append(event.passage)
-                elif kind == "done":
-                    result.timings.extend(event.done.timings)
-        except grpc.aio.AioRpcError as error:
-            raise self._domain_error(error) from None
-        return result
+            async with asyncio.timeout(RECONNECT_WAIT_SECONDS):
+                await self._channel.channel_ready()
+        except TimeoutError:
+            return False
+        return True
 
     def _domain_error(self, error: grpc.aio.AioRpcError) -> SecondbrainError:
         code, details = error.code(), error.details() or ""

@@ -102,13 +102,14 @@ class WireServer:
         """What the matching client takes as its base URL; the root unless a protocol's SDK expects a prefix."""
         return self.root_url
 
-    async def start(self) -> None:
+    async def start(self, port: int = 0) -> None:
+        """Listen on 127.0.0.1:`port` (0: any free port; a fixed one lets a restarted server keep its address)."""
         app = web.Application(middlewares=[self._track])
         app.add_routes(self.routes())
         # A short shutdown grace: a test that abandons a slow stream must not hold its teardown for a minute.
         runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", port)
         await site.start()
         self._runner = runner
         self._port = runner.addresses[0][1]

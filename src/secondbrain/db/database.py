@@ -35,6 +35,39 @@ def with_database(dsn: str, database: str) -> str:
     return urlunsplit(urlsplit(dsn)._replace(path=f"/{database}"))
 
 
+# Errors that mean the server went away or is not accepting connections yet, rather than a bad query.
+_LOST_CONNECTION = (
+    asyncpg.PostgresConnectionError,  # includes CannotConnectNowError (starting or shutting down)
+    asyncpg.ConnectionDoesNotExistError,  # the connection closed mid-query
+    asyncpg.AdminShutdownError,  # "terminating connection due to administrator command"
+    asyncpg.CrashShutdownError,
+    asyncpg.exceptions.ConnectionFailureError,
+)
+
+
+def lost_database(error: BaseException) -> Unavailable | None:
+    """An Unavailable saying the database cannot be reached, when `error` is that (a refused or broken connection, a
+    server shutting down, a pool that timed out waiting); None for any other error."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, _LOST_CONNECTION) or (isinstance(cause, OSError) and _raised_in_asyncpg(cause)):
+            return Unavailable(
+                f"the database is not reachable ({type(cause).__name__}: {cause}); the request can be retried "
+                "when it is back, and the service reconnects by itself"
+            )
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _raised_in_asyncpg(error: BaseException) -> bool:
+    traceback = error.__traceback__
+    while traceback is not None:
+        if traceback.tb_frame.f_globals.get("__name__", "").startswith("asyncpg"):
+            return True
+        traceback = traceback.tb_next
+    return False
+
+
 def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".") if part.isdigit())
 

@@ -110,6 +110,14 @@ class _AttachTokenStream(grpc.aio.UnaryStreamClientInterceptor):
 # Calls are spread over every address the name resolves to (each pod behind a headless Kubernetes Service), not
 # pinned to the first: one channel is shared by every turn, so pick_first would send them all to one pod.
 BALANCED = [("grpc.lb_policy_name", "round_robin")]
+# gRPC's default reconnect backoff grows to two minutes, and a call made while the channel waits fails at once: a
+# restarted retrieve service would stay "not answering" to chat long after it is back. Between our own services,
+# retrying a connection every second at most costs nothing. Found by tests/reliability (kill retrieve mid-turn).
+RECONNECT = [
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
 
 
 def open_channel(target: str, token: str | None, options: list[tuple[str, Any]] | None = None) -> grpc.aio.Channel:
@@ -118,4 +126,4 @@ def open_channel(target: str, token: str | None, options: list[tuple[str, Any]] 
     interceptors: list[grpc.aio.ClientInterceptor] | None = (
         [_AttachTokenUnary(token), _AttachTokenStream(token)] if token else None
     )
-    return grpc.aio.insecure_channel(target, options=[*BALANCED, *(options or [])], interceptors=interceptors)
+    return grpc.aio.insecure_channel(target, options=[*BALANCED, *RECONNECT, *(options or [])], interceptors=interceptors)

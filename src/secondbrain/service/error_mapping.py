@@ -1,8 +1,9 @@
 """The one place domain errors become gRPC statuses.
 
-A server interceptor wraps every handler: a `SecondbrainError` becomes its status code with its message; any other
-exception is logged with its traceback and becomes INTERNAL with an id to find it in the log. Aborts raised by a
-handler itself (`context.abort`) and cancellations pass through untouched.
+A server interceptor wraps every handler: a `SecondbrainError` becomes its status code with its message, and so does a
+lost database connection (UNAVAILABLE, saying so); any other exception is logged with its traceback and becomes
+INTERNAL with an id to find it in the log. Aborts raised by a handler itself (`context.abort`) and cancellations pass
+through untouched.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import grpc
 
+from secondbrain.db.database import lost_database
 from secondbrain.errors import (
     ConfigError,
     FailedPrecondition,
@@ -47,6 +49,8 @@ def status_for(error: SecondbrainError) -> grpc.StatusCode:
 
 
 async def _abort_for(error: Exception, context: grpc.aio.ServicerContext, method: str) -> None:
+    if not isinstance(error, SecondbrainError) and (lost := lost_database(error)) is not None:
+        error = lost
     if isinstance(error, SecondbrainError):
         code = status_for(error)
         log.info("request failed", extra={"method": method, "code": code.name, "error": str(error)})

@@ -1,0 +1,261 @@
+"""Faults, on loopback, against the system as separate processes: what breaks, what the client is told, what is kept.
+
+Each test leaves the cluster running and whole for the next (the module shares one cluster).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+
+import asyncpg
+import grpc
+import httpx2
+import pytest
+
+from secondbrain.chat.v1 import chat_service_pb2 as chat_pb
+from secondbrain.chat.v1 import chat_service_pb2_grpc as chat_grpc
+from secondbrain.ingest.v1 import ingest_service_pb2 as ingest_pb
+from secondbrain.ingest.v1 import ingest_service_pb2_grpc as ingest_grpc
+from secondbrain.retrieve.v1 import retrieve_service_pb2 as retrieve_pb
+from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as retrieve_grpc
+from tests.reliability.cluster import Cluster, Postgres
+from tests.reliability.conftest import NOTES
+from tests.reliability.vault import write_vault
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+# -- clients ---------------------------------------------------------------------------------------------------------
+
+
+async def sync(cluster: Cluster, *, stop_after_files: int | None = None) -> list[ingest_pb.SyncVaultResponse]:
+    """A SyncVault stream's events; with `stop_after_files`, ingest is killed (SIGKILL) once that many arrived."""
+    events: list[ingest_pb.SyncVaultResponse] = []
+    async with grpc.aio.insecure_channel(cluster.address("ingest")) as channel:
+        stream = ingest_grpc.IngestServiceStub(channel).SyncVault(ingest_pb.SyncVaultRequest(), timeout=300)
+        try:
+            async for event in stream:
+                events.append(event)
+                files = sum(1 for e in events if e.HasField("file"))
+                if stop_after_files is not None and files >= stop_after_files:
+                    await cluster.kill("ingest")
+        except grpc.aio.AioRpcError as error:
+            if stop_after_files is None:
+                raise
+            assert error.code() == grpc.StatusCode.UNAVAILABLE, error
+    return events
+
+
+@dataclass
+class Turn:
+    events: list[tuple[str, dict]] = field(default_factory=list)
+    cut: str = ""
+
+    @property
+    def names(self) -> list[str]:
+        return [name for name, _ in self.events]
+
+
+async def create_conversation(cluster: Cluster) -> str:
+    async with httpx2.AsyncClient(base_url=cluster.gateway_url, timeout=30) as client:
+        response = await client.post("/api/chat/conversations", json={})
+        response.raise_for_status()
+        return response.json()["conversation"]["id"]
+
+
+async def send(cluster: Cluster, conversation: str, content: str, *, on_first_delta=None) -> Turn:
+    """One turn over SSE through Envoy and the shim. `on_first_delta` runs (awaited) when the first delta arrives.
+    A connection that breaks is recorded in `cut` rather than raised."""
+    turn = Turn()
+    async with httpx2.AsyncClient(base_url=cluster.gateway_url, timeout=60) as client:
+        try:
+            async with client.stream(
+                "POST", f"/api/chat/conversations/{conversation}/messages", json={"content": content}
+            ) as response:
+                assert response.status_code == 200, await response.aread()
+                event = ""
+                async for line in response.aiter_lines():
+                    if line.startswith("event: "):
+                        event = line.removeprefix("event: ")
+                    elif line.startswith("data: "):
+                        turn.events.append((event, json.loads(line.removeprefix("data: "))))
+                        if event == "delta" and on_first_delta is not None and turn.names.count("delta") == 1:
+                            await on_first_delta()
+        except httpx2.HTTPError as error:
+            turn.cut = f"{type(error).__name__}: {error}"
+    return turn
+
+
+async def messages(cluster: Cluster, conversation: str) -> list[dict]:
+    async with httpx2.AsyncClient(base_url=cluster.gateway_url, timeout=30) as client:
+        response = await client.get(f"/api/chat/conversations/{conversation}")
+        response.raise_for_status()
+        return response.json()["conversation"].get("messages", [])
+
+
+async def retrieve(address: str, query: str) -> list[retrieve_pb.RetrieveResponse]:
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = retrieve_grpc.RetrieveServiceStub(channel)
+        return [event async for event in stub.Retrieve(retrieve_pb.RetrieveRequest(query=query), timeout=20)]
+
+
+# -- ingest ----------------------------------------------------------------------------------------------------------
+
+
+async def test_ingest_killed_mid_sync_leaves_every_note_whole_and_the_next_sync_embeds_nothing_twice(
+    cluster: Cluster,
+) -> None:
+    """kill -9 ingest mid-sync, then sync again: each note old or new, counts match, nothing embedded twice."""
+    first = await sync(cluster)
+    assert first[-1].done.totals.failed == 0
+    connection = await asyncpg.connect(cluster.dsn)
+    try:
+        last_run = await connection.fetchval("SELECT max(id) FROM ingest_runs")
+        # Every note changes and some are new; the sync is killed part way.
+        write_vault(cluster.vault, NOTES, version="versiontwo")
+        write_vault(cluster.vault, 30, version="versiontwo", start=NOTES)
+        killed = await sync(cluster, stop_after_files=30)
+        assert not any(e.HasField("done") for e in killed), "the sync should have been killed before its end"
+
+        rows = await connection.fetch(
+            """SELECT f.path, f.body, array_agg(c.content ORDER BY c.chunk_index) AS chunks
+               FROM vault_files f LEFT JOIN vault_chunks c ON c.file_id = f.id GROUP BY f.id"""
+        )
+        versions = {}
+        for row in rows:
+            version = "versiontwo" if "versiontwo" in row["body"] else "versionone"
+            assert version in row["body"] and all(version in chunk for chunk in row["chunks"]), row["path"]
+            assert not any(("versionone" if version == "versiontwo" else "versiontwo") in c for c in row["chunks"])
+            versions[row["path"]] = version
+        assert 0 < list(versions.values()).count("versiontwo") < NOTES + 30, "some notes new, some old"
+
+        await cluster.start("ingest")
+        again = await sync(cluster)
+        totals = again[-1].done.totals
+        assert totals.failed == 0
+        notes = await connection.fetchval("SELECT count(*) FROM vault_files WHERE status = 'indexed'")
+        chunks = await connection.fetchval("SELECT count(*) FROM vault_chunks")
+        assert notes == NOTES + 30 == totals.files_seen
+        assert await connection.fetchval("SELECT count(*) FROM vault_chunks WHERE content LIKE '%versionone%'") == 0
+        # Each note's new version was written (embedded) once across the killed sync and the next one. A note the
+        # killed worker stored but could not record (it died between the two) is found unchanged, not re-embedded.
+        writes = await connection.fetch(
+            """SELECT path, count(*) FILTER (WHERE outcome IN ('added', 'updated')) AS writes,
+                      sum(embedded) AS embedded
+               FROM ingest_queue WHERE run_id > $1 GROUP BY path""",
+            last_run,
+        )
+        stored_before = {path for path, version in versions.items() if version == "versiontwo"}
+        assert all(row["writes"] <= 1 for row in writes), [r["path"] for r in writes if r["writes"] > 1]
+        assert {row["path"] for row in writes if row["writes"] == 0} <= stored_before
+        assert sum(row["embedded"] for row in writes) <= chunks
+        assert await connection.fetchval("SELECT count(*) FROM vault_chunks WHERE embedding IS NULL") == 0
+    finally:
+        await connection.close()
+
+
+# -- the database ----------------------------------------------------------------------------------------------------
+
+
+async def test_postgres_restart_fails_requests_fast_and_the_services_recover_without_a_restart(
+    cluster: Cluster, postgres: Postgres
+) -> None:
+    """Restart Postgres under retrieve and chat: UNAVAILABLE with a clear message, then recovery, same processes."""
+    pids = {name: cluster.processes[name].pid for name in ("retrieve", "chat")}
+    assert await retrieve(cluster.address("retrieve"), "compost in the morning")
+    async with grpc.aio.insecure_channel(cluster.address("chat")) as channel:
+        chat = chat_grpc.ChatServiceStub(channel)
+        await chat.ListConversations(chat_pb.ListConversationsRequest(), timeout=10)
+
+        await postgres.stop()
+        try:
+            for call in (
+                lambda: retrieve(cluster.address("retrieve"), "compost in the morning"),
+                lambda: chat.ListConversations(chat_pb.ListConversationsRequest(), timeout=20),
+            ):
+                started = time.monotonic()
+                with pytest.raises(grpc.aio.AioRpcError) as failure:
+                    await call()
+                assert failure.value.code() == grpc.StatusCode.UNAVAILABLE, failure.value
+                assert "database" in (failure.value.details() or "")
+                print(f"failed in {time.monotonic() - started:.2f} s: {failure.value.details()}")
+        finally:
+            await postgres.start()
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assert await retrieve(cluster.address("retrieve"), "compost in the morning")
+                await chat.ListConversations(chat_pb.ListConversationsRequest(), timeout=10)
+                break
+            except grpc.aio.AioRpcError:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
+    assert {name: cluster.processes[name].pid for name in pids} == pids
+    assert all(cluster.processes[name].returncode is None for name in pids)
+
+
+# -- a chat turn's upstreams -----------------------------------------------------------------------------------------
+
+
+async def test_llm_killed_mid_stream_gives_an_error_event_keeps_the_question_and_the_next_turn_works(
+    cluster: Cluster,
+) -> None:
+    """kill -9 the LLM server mid-answer: an `error` event, the question stored, the next turn answered."""
+    conversation = await create_conversation(cluster)
+    turn = await send(cluster, conversation, "How is the compost kept?", on_first_delta=lambda: cluster.kill("llm"))
+    assert turn.names[0] == "sources" and "delta" in turn.names and turn.names[-1] == "error", turn
+    assert not turn.cut
+    await cluster.start("llm")
+    stored = await messages(cluster, conversation)
+    assert stored[0]["role"] == "MESSAGE_ROLE_USER" and stored[0]["content"] == "How is the compost kept?"
+    assert stored[1]["status"] == "MESSAGE_STATUS_INCOMPLETE"
+    after = await send(cluster, conversation, "And the tomatoes?")
+    assert after.names[-1] == "done", after
+
+
+async def test_retrieve_killed_during_a_turn_gives_an_error_event_and_the_next_turn_works(cluster: Cluster) -> None:
+    """kill -9 retrieve while a turn waits on it: an `error` event, the question stored, the next turn answered."""
+    conversation = await create_conversation(cluster)
+    process = cluster.processes["retrieve"]
+    os.killpg(process.pid, signal.SIGSTOP)  # frozen: the turn's Retrieve call waits in its socket
+    try:
+        pending = asyncio.create_task(send(cluster, conversation, "Where is the telescope?"))
+        await asyncio.sleep(1.5)
+        assert not pending.done()
+    finally:
+        await cluster.kill("retrieve")
+    turn = await pending
+    assert turn.names == ["error"], turn
+    assert "retrieve" in turn.events[0][1]["message"].lower()
+    await cluster.start("retrieve")
+    stored = await messages(cluster, conversation)
+    assert stored[0]["content"] == "Where is the telescope?"
+    after = await send(cluster, conversation, "Where is the telescope?")
+    assert after.names[-1] == "done", after
+
+
+async def test_envoy_restarted_mid_stream_cuts_the_stream_keeps_the_question_and_the_next_turn_works(
+    cluster: Cluster,
+) -> None:
+    """Restart Envoy mid-answer: the client's stream ends without `done`, the question is stored, next turn works."""
+    conversation = await create_conversation(cluster)
+    turn = await send(cluster, conversation, "What about the violin?", on_first_delta=lambda: cluster.kill("envoy"))
+    assert "done" not in turn.names and turn.cut, turn
+    await cluster.start("envoy")
+    stored = await messages(cluster, conversation)
+    assert stored[0]["content"] == "What about the violin?"
+    # The chat service saw the client leave and stored what it had, marked as cut short.
+    deadline = time.monotonic() + 30
+    while stored[1]["status"] == "MESSAGE_STATUS_PENDING" and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        stored = await messages(cluster, conversation)
+    assert stored[1]["status"] == "MESSAGE_STATUS_INCOMPLETE", stored[1]
+    after = await send(cluster, conversation, "What about the violin?")
+    assert after.names[-1] == "done", after
