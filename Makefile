@@ -7,7 +7,7 @@ BUF    := node_modules/.bin/buf
 STAMPS := .make
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test lint format generate check-generated pytest bench clean ui eval eval-scifact
+.PHONY: help setup run test lint format generate check-generated pytest bench clean ui eval eval-scifact reliability
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-16s %s\n", $$1, $$2}'
@@ -91,6 +91,10 @@ eval: setup ## Score retrieval on the demo vault's own questions (demo/vault/.se
 SCIFACT ?= ../shared/data/beir/scifact
 eval-scifact: setup ## Score retrieval on BEIR SciFact (SCIFACT=path); the corpus is indexed once into its own database
 	$(BIN)/secondbrain eval --beir "$(SCIFACT)"
+
+LOAD_SECONDS ?= 60
+reliability: setup ## Faults, bad input and load (LOAD_SECONDS, default 60; 300 for the full run), with a table of what held
+	$(BIN)/python -m bench.reliability --load-seconds $(LOAD_SECONDS) $(if $(RECORD),--record)
 
 bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (about half an hour the first time)
 	$(BIN)/python -m bench.ingest

@@ -46,6 +46,24 @@ def _stream_description(endpoint: Endpoint) -> str:
     return "\n".join(lines)
 
 
+def _event_schema(endpoint: Endpoint) -> dict[str, Any]:
+    """One event of the stream (what OpenAPI 3.2 calls the item schema of a sequential media type): its name, and
+    its data as JSON of the payload that name stands for (listed in the description)."""
+    names = [*_event_payloads(endpoint.response)]
+    if "error" not in names:
+        names.append("error")
+    return {
+        "type": "object",
+        "properties": {
+            "event": {"enum": names},
+            "data": {"type": "string", "contentMediaType": "application/json"},
+            "id": {"type": "string"},
+            "retry": {"type": "integer"},
+        },
+        "required": ["event", "data"],
+    }
+
+
 def _operation(endpoint: Endpoint) -> dict[str, Any]:
     parameters: list[dict[str, Any]] = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
@@ -77,7 +95,7 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
     if endpoint.streams:
         success = {
             "description": _stream_description(endpoint),
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "content": {"text/event-stream": {"schema": _event_schema(endpoint)}},
         }
     else:
         success = {

@@ -101,11 +101,25 @@ class IngestServicer(pb_grpc.IngestServiceServicer):
     async def SyncVault(
         self, request: pb.SyncVaultRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.SyncVaultResponse]:
-        vault = Path(request.vault_path) if request.vault_path else self.config.settings.vault
-        if vault is None:
-            raise InvalidInput("no vault to sync: pass vault_path, or start the service with SECONDBRAIN_VAULT set")
+        vault = self._vault_to_sync(request.vault_path)
         async for event in self.ingestor.sync(vault, force=request.force):
             yield sync_event(event)
+
+    def _vault_to_sync(self, requested: str) -> Path:
+        """The configured vault, or the requested folder when the service has none. A service with a vault syncs
+        only that one: syncing another folder would replace the index with it (and expose whatever .md files that
+        folder of the server holds)."""
+        configured = self.config.settings.vault
+        if not requested:
+            if configured is None:
+                raise InvalidInput("no vault to sync: pass vault_path, or start the service with SECONDBRAIN_VAULT set")
+            return configured
+        if configured is not None and Path(requested).resolve() != configured.resolve():
+            raise InvalidInput(
+                f"this ingest service indexes the vault {configured.resolve()}; it will not sync {requested}. Leave "
+                "vault_path empty, or run another service (with its own database) for another vault"
+            )
+        return Path(requested)
 
     async def UpsertNote(
         self, request: pb.UpsertNoteRequest, context: grpc.aio.ServicerContext

@@ -1,10 +1,9 @@
 """The retrieve service's chunk-level SQL: hybrid retrieval in one statement, neighbours, and linked notes.
 
 Hybrid retrieval is one statement per query: the top k chunks by BM25 (postings read through their primary key, one
-range per query lexeme), ordered by their BM25 plus a share of their note's, and the top k by cosine distance (the
-partial HNSW index of the model's dimension), fused by reciprocal rank fusion with k = 60. Filters and quoted
-phrases/exclusions apply inside both arms. The vector arm's settings (`hnsw.ef_search`, `hnsw.iterative_scan`) are
-set for the statement's own transaction only.
+range per query lexeme) and the top k by cosine distance (the partial HNSW index of the model's dimension), fused by
+reciprocal rank fusion with k = 60. Filters and quoted phrases/exclusions apply inside both arms. The vector arm's
+settings (`hnsw.ef_search`, `hnsw.iterative_scan`) are set for the statement's own transaction only.
 """
 
 from __future__ import annotations
@@ -21,9 +20,6 @@ from secondbrain.retrieve.filters import Filters
 RRF_K = 60
 BM25_K1 = 1.2
 BM25_B = 0.75
-# A lexical candidate's score is its chunk's BM25 plus this times its note's (the note's chunks as one text). Chosen
-# on SciFact's train split: lexical nDCG@10 0.685 at 0, 0.691 at 0.5, 0.690 at 1 and 2 (docs/benchmarks.md).
-NOTE_WEIGHT = 0.5
 HNSW_EF_SEARCH = 100
 # Postings read per query lexeme, best first. Only lexemes in more chunks than this are cut, and their IDF is low.
 MAX_POSTINGS_PER_LEXEME = 2000
@@ -59,11 +55,6 @@ class Candidate:
     lexical_rank: int | None
     vector_rank: int | None
     fused: float
-
-
-def _bm25(idf: str, tf: str, length: str, average: str) -> str:
-    """One lexeme's BM25 term for a text, from SQL expressions for its parts."""
-    return f"{idf} * {tf} * {BM25_K1 + 1} / ({tf} + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * {length} / {average}))"
 
 
 def _hybrid_sql(dimension: int | None, filters: Filters, constrained: bool) -> tuple[str, int]:
@@ -104,54 +95,27 @@ def _hybrid_sql(dimension: int | None, filters: Filters, constrained: bool) -> t
             WHERE $2::text IS NOT NULL
         ),
         corpus AS (
-            SELECT greatest(chunks, 1)::float8 AS n, greatest(total_length, 1)::float8 / greatest(chunks, 1) AS avgdl,
-                   greatest(total_length, 1)::float8 / greatest(notes, 1) AS avgnote
+            SELECT greatest(chunks, 1)::float8 AS n, greatest(total_length, 1)::float8 / greatest(chunks, 1) AS avgdl
             FROM corpus_stats
         ),
         terms AS (
             SELECT s.lexeme, ln(1 + (corpus.n - s.df + 0.5) / (s.df + 0.5)) AS idf
             FROM query_lexemes q JOIN lexeme_stats s ON s.lexeme = q.lexeme CROSS JOIN corpus
         ),
-        postings AS MATERIALIZED (
-            SELECT t.lexeme, t.idf, p.chunk_id, p.tf, p.length
-            FROM terms t
+        lexical AS (
+            SELECT p.chunk_id,
+                   sum(t.idf * p.tf * {BM25_K1 + 1}
+                       / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * p.length / corpus.avgdl))) AS score
+            FROM terms t CROSS JOIN corpus
             CROSS JOIN LATERAL (
                 SELECT chunk_id, tf, length FROM chunk_postings
                 WHERE lexeme = t.lexeme {lexical_restrict}
                 ORDER BY impact DESC
                 LIMIT {MAX_POSTINGS_PER_LEXEME}
             ) p
-        ),
-        chunk_scores AS (
-            SELECT p.chunk_id, sum({_bm25("p.idf", "p.tf", "p.length", "corpus.avgdl")}) AS score
-            FROM postings p CROSS JOIN corpus
             GROUP BY p.chunk_id
             ORDER BY score DESC, p.chunk_id
             LIMIT $3
-        ),
-        -- The same k chunks, each scored again with its note's BM25 added (the note as one text: its chunks' term
-        -- frequencies and lengths summed), so a chunk of a note that matches the query throughout ranks higher.
-        top_chunks AS (
-            SELECT s.chunk_id, s.score, c.file_id FROM chunk_scores s JOIN vault_chunks c ON c.id = s.chunk_id
-        ),
-        note_chunks AS (
-            SELECT c.id, c.file_id, c.lexeme_count FROM vault_chunks c
-            WHERE c.file_id IN (SELECT DISTINCT file_id FROM top_chunks)
-        ),
-        note_lengths AS (SELECT file_id, sum(lexeme_count) AS length FROM note_chunks GROUP BY file_id),
-        note_terms AS (
-            SELECT n.file_id, p.lexeme, max(p.idf) AS idf, sum(p.tf) AS tf
-            FROM postings p JOIN note_chunks n ON n.id = p.chunk_id
-            GROUP BY n.file_id, p.lexeme
-        ),
-        note_scores AS (
-            SELECT t.file_id, sum({_bm25("t.idf", "t.tf", "l.length", "corpus.avgnote")}) AS score
-            FROM note_terms t JOIN note_lengths l ON l.file_id = t.file_id CROSS JOIN corpus
-            GROUP BY t.file_id
-        ),
-        lexical AS (
-            SELECT c.chunk_id, c.score + {NOTE_WEIGHT} * coalesce(n.score, 0) AS score
-            FROM top_chunks c LEFT JOIN note_scores n ON n.file_id = c.file_id
         ),
         lexical_ranked AS (
             SELECT chunk_id, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank FROM lexical

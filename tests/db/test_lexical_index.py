@@ -11,8 +11,6 @@ import pytest
 from pgvector.asyncpg import register_vector
 
 from secondbrain.ingest import store
-from secondbrain.retrieve import store as retrieve_store
-from secondbrain.retrieve.filters import Filters
 
 WORDS = [
     "alpha",
@@ -59,11 +57,9 @@ async def assert_consistent(connection: asyncpg.Connection) -> None:
         "SELECT l.lexeme, count(*) AS df FROM vault_chunks c, unnest(c.tsv) l GROUP BY 1 ORDER BY 1"
     )
     assert [tuple(r) for r in stats] == [tuple(r) for r in expected_stats]
-    corpus = await connection.fetchrow("SELECT chunks, total_length, notes FROM corpus_stats")
+    corpus = await connection.fetchrow("SELECT chunks, total_length FROM corpus_stats")
     expected_corpus = await connection.fetchrow(
-        """SELECT count(*) AS chunks, coalesce(sum(tsvector_occurrences(tsv)), 0) AS total_length,
-                  count(DISTINCT file_id) AS notes
-           FROM vault_chunks"""
+        "SELECT count(*) AS chunks, coalesce(sum(tsvector_occurrences(tsv)), 0) AS total_length FROM vault_chunks"
     )
     assert tuple(corpus) == tuple(expected_corpus)
 
@@ -99,15 +95,3 @@ async def test_stemming_follows_the_configuration(connection: asyncpg.Connection
     assert simple == {"running", "runs", "decided"}
     await assert_consistent(connection)
     assert await connection.fetchval("SELECT count(*) FROM vault_files WHERE tsv @@ 'running'::tsquery") == 1
-
-
-async def test_a_chunk_whose_note_matches_throughout_ranks_above_an_equal_chunk(connection: asyncpg.Connection) -> None:
-    # Both notes open with the same chunk; only "Zebras.md" mentions zebras again later. Without the note's share of
-    # the score the two chunks tie and the earlier-written one (Other.md's) would rank first.
-    await store.write_note(connection, note("Other.md", ["zebra storage", "alpha beta"]))
-    await store.write_note(connection, note("Zebras.md", ["zebra storage", "gamma zebra delta"]))
-    candidates = await retrieve_store.hybrid_candidates(connection, "zebra storage", 10, Filters(), None)
-    paths = dict(await connection.fetch("SELECT id, path FROM vault_files"))
-    firsts = [(paths[c.file_id], c.chunk_index) for c in candidates if c.chunk_index == 0]
-    assert firsts == [("Zebras.md", 0), ("Other.md", 0)]
-    assert [c.lexical_rank for c in candidates] == list(range(1, len(candidates) + 1))

@@ -402,3 +402,18 @@ async def test_a_sync_interval_keeps_the_index_in_step_with_no_one_calling_sync(
     await eventually_equal(notes, 1)
     ingest.vault.write("Second.md", "# Second\n\nA note written while the service runs.\n")
     await eventually_equal(notes, 2)
+
+
+async def test_a_service_with_a_vault_refuses_to_sync_another_folder(ingest: Ingest, tmp_path) -> None:
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    await ingest.sync()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "Secret.md").write_text("# Secret\n\nNot part of the vault.\n")
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        async for _ in ingest.stub.SyncVault(pb.SyncVaultRequest(vault_path=str(elsewhere))):
+            pass
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "will not sync" in (raised.value.details() or "")
+    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
+    assert [f.path for f in status.files] == ["Architecture.md"], "the index still holds the vault, untouched"

@@ -126,4 +126,6 @@ def open_channel(target: str, token: str | None, options: list[tuple[str, Any]] 
     interceptors: list[grpc.aio.ClientInterceptor] | None = (
         [_AttachTokenUnary(token), _AttachTokenStream(token)] if token else None
     )
-    return grpc.aio.insecure_channel(target, options=[*BALANCED, *RECONNECT, *(options or [])], interceptors=interceptors)
+    return grpc.aio.insecure_channel(
+        target, options=[*BALANCED, *RECONNECT, *(options or [])], interceptors=interceptors
+    )

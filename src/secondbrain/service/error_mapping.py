@@ -11,9 +11,11 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError, Message
 
 from secondbrain.db.database import lost_database
 from secondbrain.errors import (
@@ -27,6 +29,7 @@ from secondbrain.errors import (
     Unavailable,
 )
 from secondbrain.service.handlers import with_behaviour
+from secondbrain.service.request_text import nul_field
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +63,46 @@ async def _abort_for(error: Exception, context: grpc.aio.ServicerContext, method
     await context.abort(grpc.StatusCode.INTERNAL, f"internal error (incident {incident}); the server log has details")
 
 
+@dataclass(frozen=True)
+class Undecodable:
+    """What a request that is not the RPC's message decodes to, so the handler can refuse it as INVALID_ARGUMENT
+    (grpc itself would answer UNKNOWN, which says nothing to the caller)."""
+
+    reason: str
+
+
+def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    if deserializer is None:
+        return None
+
+    def decode(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except (DecodeError, UnicodeDecodeError) as error:
+            return Undecodable(str(error))
+
+    return decode
+
+
+async def _refuse_malformed(request: Any, context: grpc.aio.ServicerContext, method: str) -> None:
+    """Refuse a request that is not the RPC's message, or that holds text no service can store."""
+    if isinstance(request, Undecodable):
+        log.info("undecodable request", extra={"method": method, "error": request.reason})
+        await context.abort(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"the request could not be decoded as {method.rsplit('/', 1)[-1]}'s message ({request.reason}); "
+            "send it with the generated client of the service's .proto",
+        )
+    if isinstance(request, Message) and (field := nul_field(request)) is not None:
+        await context.abort(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"{field} contains a NUL character, which text cannot hold: remove it and send the request again",
+        )
+
+
 def _wrap_unary(behavior: Callable[..., Awaitable[Any]], method: str) -> Callable[..., Awaitable[Any]]:
     async def handler(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await _refuse_malformed(request, context, method)
         try:
             return await behavior(request, context)
         except grpc.aio.AbortError:
@@ -74,6 +115,7 @@ def _wrap_unary(behavior: Callable[..., Awaitable[Any]], method: str) -> Callabl
 
 def _wrap_stream(behavior: Callable[..., AsyncIterator[Any]], method: str) -> Callable[..., AsyncIterator[Any]]:
     async def handler(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        await _refuse_malformed(request, context, method)
         try:
             async for response in behavior(request, context):
                 yield response
@@ -99,4 +141,5 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
             handler,
             unary=_wrap_unary(handler.unary_unary, method),
             stream=_wrap_stream(handler.unary_stream, method),
+            request_deserializer=_tolerant(handler.request_deserializer),
         )

@@ -14,12 +14,14 @@ def with_behaviour(
     unary: Callable[..., Any],
     stream: Callable[..., Any],
     otherwise: Callable[..., Any] | None = None,
+    request_deserializer: Callable[[bytes], Any] | None = None,
 ) -> grpc.RpcMethodHandler:
     """`handler` with `unary` in place of a unary-unary behaviour or `stream` in place of a unary-stream one, the
     same (de)serializers. Client- and bidi-streaming RPCs (reflection's, say) are not part of the API: such a
-    handler is returned as it is, or, with `otherwise`, answered by that unary behaviour."""
+    handler is returned as it is, or, with `otherwise`, answered by that unary behaviour. `request_deserializer`
+    replaces the handler's own."""
     codecs = {
-        "request_deserializer": handler.request_deserializer,
+        "request_deserializer": request_deserializer or handler.request_deserializer,
         "response_serializer": handler.response_serializer,
     }
     if handler.unary_unary is not None:

@@ -1,0 +1,216 @@
+"""Load through the gateway: concurrent chat streams and retrieves through Envoy for a fixed time, on loopback.
+
+The whole system runs as separate processes (tests/reliability/cluster.py: its own embedded PostgreSQL, the five
+servers, the OpenAI wire server standing in for the LLM). A generated vault is indexed first. Then, for the
+duration, `chats` clients each hold one conversation and ask turn after turn over SSE, and `retrieves` clients each
+ask for passages (POST /api/retrieve, SSE) one after another, all through Envoy. Counted: every request and every
+error (an HTTP error, a stream that ends without `done`, an `error` event), latencies (a turn to its `done`, a
+retrieve to its `done`), and each part's memory every ten seconds. At the end every conversation is read back: it must
+hold both messages of every turn its client saw finish.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx2
+
+from tests.reliability.cluster import SERVICES, Cluster, Postgres, rss_megabytes
+from tests.reliability.vault import TOPICS, write_vault
+
+QUESTIONS = [f"How is the {topic} kept in the morning?" for topic in TOPICS]
+
+
+@dataclass
+class Stream:
+    """What one kind of request saw."""
+
+    latencies: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def quantile(self, q: float) -> float:
+        if not self.latencies:
+            return float("nan")
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+@dataclass
+class LoadResult:
+    seconds: float
+    chats: int
+    retrieves: int
+    chat: Stream
+    retrieve: Stream
+    memory: dict[str, list[float]]
+    conversations_checked: int
+    conversations_wrong: list[str]
+
+    @property
+    def errors(self) -> int:
+        return len(self.chat.errors) + len(self.retrieve.errors) + len(self.conversations_wrong)
+
+
+async def _events(response: httpx2.Response) -> list[str]:
+    names, event = [], ""
+    async for line in response.aiter_lines():
+        if line.startswith("event: "):
+            event = line.removeprefix("event: ")
+        elif line.startswith("data: "):
+            names.append(event)
+    return names
+
+
+async def _stream(client: httpx2.AsyncClient, path: str, body: dict, into: Stream) -> bool:
+    started = time.perf_counter()
+    try:
+        async with client.stream("POST", path, json=body) as response:
+            if response.status_code != 200:
+                into.errors.append(f"HTTP {response.status_code}: {(await response.aread())[:200]!r}")
+                return False
+            names = await _events(response)
+    except httpx2.HTTPError as error:
+        into.errors.append(f"{type(error).__name__}: {error}")
+        return False
+    if not names or names[-1] != "done" or "error" in names:
+        into.errors.append(f"stream ended {names[-3:]}")
+        return False
+    into.latencies.append(time.perf_counter() - started)
+    return True
+
+
+async def run_load(cluster: Cluster, seconds: float, chats: int, retrieves: int) -> LoadResult:
+    chat, retrieve = Stream(), Stream()
+    memory: dict[str, list[float]] = {name: [] for name in SERVICES}
+    finished_turns: dict[str, int] = {}
+    limits = httpx2.Limits(max_connections=chats + retrieves + 10, max_keepalive_connections=chats + retrieves + 10)
+    async with httpx2.AsyncClient(base_url=cluster.gateway_url, timeout=120, limits=limits) as client:
+        deadline = time.monotonic() + seconds
+
+        async def chatter(number: int) -> None:
+            response = await client.post("/api/chat/conversations", json={"title": f"load {number}"})
+            response.raise_for_status()
+            conversation = response.json()["conversation"]["id"]
+            finished_turns[conversation] = 0
+            turn = 0
+            while time.monotonic() < deadline:
+                question = QUESTIONS[(number + turn) % len(QUESTIONS)]
+                path = f"/api/chat/conversations/{conversation}/messages"
+                if await _stream(client, path, {"content": question}, chat):
+                    finished_turns[conversation] += 1
+                turn += 1
+
+        async def retriever(number: int) -> None:
+            turn = 0
+            while time.monotonic() < deadline:
+                question = QUESTIONS[(number + turn) % len(QUESTIONS)]
+                await _stream(client, "/api/retrieve", {"query": question}, retrieve)
+                turn += 1
+
+        async def sampler() -> None:
+            while True:
+                for name in SERVICES:
+                    memory[name].append(rss_megabytes(cluster.processes[name]))
+                await asyncio.sleep(10)
+
+        sampling = asyncio.create_task(sampler())
+        started = time.monotonic()
+        await asyncio.gather(*(chatter(i) for i in range(chats)), *(retriever(i) for i in range(retrieves)))
+        elapsed = time.monotonic() - started
+        sampling.cancel()
+        for name in SERVICES:
+            memory[name].append(rss_megabytes(cluster.processes[name]))
+
+        wrong = []
+        for conversation, turns in finished_turns.items():
+            response = await client.get(f"/api/chat/conversations/{conversation}")
+            stored = response.json()["conversation"].get("messages", [])
+            complete = [
+                m for m in stored if m["role"] == "MESSAGE_ROLE_ASSISTANT" and m["status"] == "MESSAGE_STATUS_COMPLETE"
+            ]
+            if len(stored) != 2 * turns or len(complete) != turns:
+                wrong.append(f"{conversation}: {turns} turns finished, {len(stored)} messages stored")
+    return LoadResult(elapsed, chats, retrieves, chat, retrieve, memory, len(finished_turns), wrong)
+
+
+async def start_cluster(workdir: Path, postgres: Postgres, notes: int) -> Cluster:
+    vault = workdir / "vault"
+    write_vault(vault, notes, version="steady")
+    cluster = Cluster(workdir, postgres.dsn, vault, llm_delay=0.02, llm_deltas=12)
+    cluster.write_settings()
+    await cluster.migrate()
+    await cluster.start()
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "secondbrain", "ingest", "--address", cluster.address("ingest"), "--json"),
+        env=cluster.env(),
+        stdout=asyncio.subprocess.DEVNULL,
+    )
+    if await process.wait() != 0:
+        raise RuntimeError("indexing the load vault failed; see the ingest log in " + str(workdir / "logs"))
+    return cluster
+
+
+def describe(result: LoadResult) -> list[list[str]]:
+    """Rows of (what, figure) for a report."""
+    rows = [
+        ["duration", f"{result.seconds:.0f} s"],
+        ["clients", f"{result.chats} chat streams + {result.retrieves} retrieves, all through Envoy"],
+        ["chat turns completed", f"{len(result.chat.latencies)} ({len(result.chat.latencies) / result.seconds:.1f}/s)"],
+        ["chat turn p50 / p95", f"{result.chat.quantile(0.5):.0f} / {result.chat.quantile(0.95):.0f} ms"],
+        [
+            "retrieves completed",
+            f"{len(result.retrieve.latencies)} ({len(result.retrieve.latencies) / result.seconds:.1f}/s)",
+        ],
+        ["retrieve p50 / p95", f"{result.retrieve.quantile(0.5):.0f} / {result.retrieve.quantile(0.95):.0f} ms"],
+        ["errors", f"{len(result.chat.errors)} chat, {len(result.retrieve.errors)} retrieve"],
+        [
+            "conversations stored whole",
+            f"{result.conversations_checked - len(result.conversations_wrong)} of {result.conversations_checked}",
+        ],
+    ]
+    for name, samples in result.memory.items():
+        if samples:
+            rows.append(
+                [f"{name} RSS start → end (max)", f"{samples[0]:.0f} → {samples[-1]:.0f} ({max(samples):.0f}) MB"]
+            )
+    return rows
+
+
+async def main(seconds: float, chats: int, retrieves: int, notes: int) -> LoadResult:
+    with tempfile.TemporaryDirectory(prefix="secondbrain-load-") as directory:
+        workdir = Path(directory)
+        postgres = Postgres(workdir)
+        try:
+            cluster = await start_cluster(workdir, postgres, notes)
+            try:
+                result = await run_load(cluster, seconds, chats, retrieves)
+            finally:
+                await cluster.close()
+        finally:
+            postgres.close()
+    for what, figure in describe(result):
+        print(f"{what:>36}  {figure}")
+    for error in (result.chat.errors + result.retrieve.errors + result.conversations_wrong)[:10]:
+        print("  error:", error)
+    return result
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=300, help="how long the load runs (default 300)")
+    parser.add_argument("--chats", type=int, default=50, help="concurrent chat streams (default 50)")
+    parser.add_argument("--retrieves", type=int, default=200, help="concurrent retrieves (default 200)")
+    parser.add_argument("--notes", type=int, default=200, help="notes in the generated vault (default 200)")
+    options = parser.parse_args()
+    outcome = asyncio.run(main(options.seconds, options.chats, options.retrieves, options.notes))
+    p50 = 1000 * statistics.median(outcome.chat.latencies or [0])
+    print(json.dumps({"errors": outcome.errors, "p50_chat_ms": round(p50)}))
+    raise SystemExit(1 if outcome.errors else 0)
