@@ -32,8 +32,14 @@ SUITES = {
     "bad input": [
         "tests/reliability/test_bad_input.py",
         "tests/gateway/test_schemathesis.py",
-        "tests/ingest/test_chunker.py",
-        "tests/ingest/test_note.py",
+        "tests/ingest/test_chunker.py::test_generated_documents_keep_every_rule",
+        "tests/ingest/test_chunker.py::test_arbitrary_text_never_raises_and_keeps_every_rule",
+        "tests/ingest/test_chunker.py::test_cl100k_keeps_the_budget_on_generated_text",
+        "tests/ingest/test_chunker.py::test_a_tokenizer_the_estimates_underrate_still_gets_chunks_in_budget",
+        "tests/ingest/test_chunker.py::test_pathological_inputs",
+        "tests/ingest/test_note.py::test_never_raises_and_keeps_its_invariants",
+        "tests/ingest/test_note.py::test_a_one_megabyte_hostile_note_parses",
+        "tests/ingest/test_note.py::test_a_yaml_alias_bomb_is_refused_not_expanded",
         "tests/retrieve/test_service.py::test_sql_and_tsquery_syntax_in_queries_is_just_text",
         "tests/retrieve/test_service.py::test_bad_requests_are_invalid_argument",
         "tests/retrieve/test_note_search.py::test_search_syntax_and_sql_metacharacters_never_raise",
@@ -50,6 +56,7 @@ class Outcome:
     tried: str
     held: bool
     seconds: float
+    figures: str = ""
 
 
 class Collector:
@@ -62,13 +69,16 @@ class Collector:
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
-            doc = getattr(getattr(item, "function", None), "__doc__", None) or item.name.replace("_", " ")
-            parameters = f" [{item.callspec.id}]" if hasattr(item, "callspec") else ""
-            self._docs[item.nodeid] = doc.strip().splitlines()[0] + parameters
+            name = getattr(item, "originalname", item.name)
+            doc = getattr(getattr(item, "function", None), "__doc__", None) or name.removeprefix("test_")
+            self._docs[item.nodeid] = doc.strip().splitlines()[0].replace("_", " ")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or (report.when == "setup" and not report.passed):
-            self.outcomes.append(Outcome(self.suite, self._docs[report.nodeid], report.passed, report.duration))
+            figures = "; ".join(str(value) for name, value in report.user_properties if name == "figures")
+            self.outcomes.append(
+                Outcome(self.suite, self._docs[report.nodeid], report.passed, report.duration, figures)
+            )
 
 
 def run_suite(suite: str, paths: list[str]) -> list[Outcome]:
@@ -81,13 +91,14 @@ def grouped(outcomes: list[Outcome]) -> list[list[str]]:
     """One row per tried thing; parametrized runs of one test (one per RPC, say) fold into one row."""
     rows: dict[tuple[str, str], list[Outcome]] = {}
     for outcome in outcomes:
-        key = (outcome.suite, outcome.tried.split(" [")[0])
+        key = (outcome.suite, outcome.tried)
         rows.setdefault(key, []).append(outcome)
     return [
         [
             suite,
             tried + (f" ({len(runs)} cases)" if len(runs) > 1 else ""),
             "held" if all(r.held for r in runs) else f"FAILED ({sum(not r.held for r in runs)} of {len(runs)})",
+            "; ".join(r.figures for r in runs if r.figures),
             f"{sum(r.seconds for r in runs):.0f} s",
         ]
         for (suite, tried), runs in rows.items()
@@ -103,7 +114,7 @@ def report(outcomes: list[Outcome], result: load.LoadResult | None, seconds: flo
         "",
         "## Faults and bad input",
         "",
-        table(["suite", "what was tried", "outcome", "time"], grouped(outcomes)),
+        table(["suite", "what was tried", "outcome", "measured", "time"], grouped(outcomes)),
         "",
     ]
     if result is not None:

@@ -108,7 +108,7 @@ async def retrieve(address: str, query: str) -> list[retrieve_pb.RetrieveRespons
 
 
 async def test_ingest_killed_mid_sync_leaves_every_note_whole_and_the_next_sync_embeds_nothing_twice(
-    cluster: Cluster,
+    cluster: Cluster, record_property
 ) -> None:
     """kill -9 ingest mid-sync, then sync again: each note old or new, counts match, nothing embedded twice."""
     first = await sync(cluster)
@@ -154,6 +154,12 @@ async def test_ingest_killed_mid_sync_leaves_every_note_whole_and_the_next_sync_
         assert all(row["writes"] <= 1 for row in writes), [r["path"] for r in writes if r["writes"] > 1]
         assert {row["path"] for row in writes if row["writes"] == 0} <= stored_before
         assert sum(row["embedded"] for row in writes) <= chunks
+        record_property(
+            "figures",
+            f"killed after {sum(1 for e in killed if e.HasField('file'))} files: {len(stored_before)} of "
+            f"{len(versions)} notes new, the rest old; the next sync: {totals.updated + totals.added} written, "
+            f"{totals.unchanged} unchanged, {totals.chunks_embedded} chunks embedded, {chunks} in the index",
+        )
         assert await connection.fetchval("SELECT count(*) FROM vault_chunks WHERE embedding IS NULL") == 0
     finally:
         await connection.close()
@@ -163,7 +169,7 @@ async def test_ingest_killed_mid_sync_leaves_every_note_whole_and_the_next_sync_
 
 
 async def test_postgres_restart_fails_requests_fast_and_the_services_recover_without_a_restart(
-    cluster: Cluster, postgres: Postgres
+    cluster: Cluster, postgres: Postgres, record_property
 ) -> None:
     """Restart Postgres under retrieve and chat: UNAVAILABLE with a clear message, then recovery, same processes."""
     pids = {name: cluster.processes[name].pid for name in ("retrieve", "chat")}
@@ -173,6 +179,7 @@ async def test_postgres_restart_fails_requests_fast_and_the_services_recover_wit
         await chat.ListConversations(chat_pb.ListConversationsRequest(), timeout=10)
 
         await postgres.stop()
+        failed_in = []
         try:
             for call in (
                 lambda: retrieve(cluster.address("retrieve"), "compost in the morning"),
@@ -183,9 +190,10 @@ async def test_postgres_restart_fails_requests_fast_and_the_services_recover_wit
                     await call()
                 assert failure.value.code() == grpc.StatusCode.UNAVAILABLE, failure.value
                 assert "database" in (failure.value.details() or "")
-                print(f"failed in {time.monotonic() - started:.2f} s: {failure.value.details()}")
+                failed_in.append(time.monotonic() - started)
         finally:
             await postgres.start()
+        restarted = time.monotonic()
 
         deadline = time.monotonic() + 60
         while True:
@@ -197,6 +205,11 @@ async def test_postgres_restart_fails_requests_fast_and_the_services_recover_wit
                 if time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(0.5)
+        record_property(
+            "figures",
+            f"during the outage retrieve failed in {failed_in[0] * 1000:.0f} ms and chat in {failed_in[1] * 1000:.0f} "
+            f"ms; both served again {time.monotonic() - restarted:.1f} s after PostgreSQL was back",
+        )
     assert {name: cluster.processes[name].pid for name in pids} == pids
     assert all(cluster.processes[name].returncode is None for name in pids)
 
