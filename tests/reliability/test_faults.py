@@ -272,3 +272,29 @@ async def test_envoy_restarted_mid_stream_cuts_the_stream_keeps_the_question_and
     assert stored[1]["status"] == "MESSAGE_STATUS_INCOMPLETE", stored[1]
     after = await send(cluster, conversation, "What about the violin?")
     assert after.names[-1] == "done", after
+
+
+# -- secrets -----------------------------------------------------------------------------------------------------------
+
+
+async def test_the_provider_key_appears_in_no_log_error_or_response(cluster: Cluster, record_property) -> None:
+    """After every fault above: the LLM key is in no service's log, no stored error, no options or UI response."""
+    secret = cluster.env()["OPENAI_API_KEY"]
+    leaks = [name for name in ("ingest", "retrieve", "chat", "shim", "envoy") if secret in cluster.log(name)]
+    async with httpx2.AsyncClient(base_url=cluster.gateway_url, timeout=30) as client:
+        bodies = {
+            "options": (await client.get("/api/chat/options")).text,
+            "settings": (await client.get("/api/chat/settings")).text,
+            "index status": (await client.get("/api/index/status")).text,
+            "ui": (await client.get("/")).text,
+        }
+        conversations = (await client.get("/api/chat/conversations")).json().get("conversations", [])
+        for conversation in conversations:
+            bodies[f"conversation {conversation['id']}"] = (
+                await client.get(f"/api/chat/conversations/{conversation['id']}")
+            ).text
+    leaks += [name for name, body in bodies.items() if secret in body]
+    logged = sum(len(cluster.log(name)) for name in ("ingest", "retrieve", "chat", "shim", "envoy"))
+    assert "OpenAI" in bodies["options"], "the options list the provider, by name only"
+    assert leaks == []
+    record_property("figures", f"scanned {logged:,} bytes of logs and {len(bodies)} responses")
