@@ -191,7 +191,9 @@ def _handler(endpoint: Endpoint, backends: Backends) -> Callable[[Request], Awai
     async def handle(request: Request) -> Response:
         request_id = request.headers.get(REQUEST_ID) or uuid.uuid4().hex
         headers = {REQUEST_ID: request_id}
-        metadata = ((REQUEST_ID, request_id),)
+        # The client's address for chat's per-client limit: what Envoy recorded, else the peer the shim sees.
+        forwarded = request.headers.get("x-forwarded-for") or (request.client.host if request.client else "")
+        metadata = ((REQUEST_ID, request_id), ("x-forwarded-for", forwarded))
         channel = backends.channel(endpoint.service)
         try:
             message = await _request_message(request, endpoint)

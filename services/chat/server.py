@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from secondbrain.chat import store
 from secondbrain.chat.app import Chat
 from secondbrain.chat.conversations import Conversations
+from secondbrain.chat.rate_limit import RateLimiter
 from secondbrain.chat.retrieve_client import DEFAULT_TIMEOUT_SECONDS, RetrieveClient
 from secondbrain.chat.servicer import SERVICE_NAME, ChatServicer
 from secondbrain.chat.settings import ChatSettings
@@ -91,7 +92,13 @@ async def create_server(address: str, deps: ServiceDeps, chat: Chat | None = Non
     chat = chat or build_chat(deps.config, deps.db)
     running = await build_server(
         address,
-        [ServiceBinding(SERVICE_NAME, ChatServicer(chat), pb_grpc.add_ChatServiceServicer_to_server)],
+        [
+            ServiceBinding(
+                SERVICE_NAME,
+                ChatServicer(chat, RateLimiter(deps.config.settings.chat_messages_per_minute)),
+                pb_grpc.add_ChatServiceServicer_to_server,
+            )
+        ],
         api_token=deps.config.settings.token,
     )
     if owned:

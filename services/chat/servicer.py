@@ -15,6 +15,7 @@ from google.protobuf import json_format
 
 from secondbrain.chat import store
 from secondbrain.chat.app import Chat
+from secondbrain.chat.rate_limit import RateLimiter, client_of
 from secondbrain.chat.settings import SETTABLE, Options, Settings
 from secondbrain.chat.turn import Delta, Done, Error, Sources, TurnEvent
 from secondbrain.chat.v1 import chat_service_pb2 as pb
@@ -135,8 +136,9 @@ def turn_event(event: TurnEvent) -> pb.SendMessageResponse:
 
 
 class ChatServicer(pb_grpc.ChatServiceServicer):
-    def __init__(self, chat: Chat) -> None:
+    def __init__(self, chat: Chat, limiter: RateLimiter | None = None) -> None:
         self.chat = chat
+        self.limiter = limiter
 
     async def GetOptions(
         self, request: pb.GetOptionsRequest, context: grpc.aio.ServicerContext
@@ -195,6 +197,8 @@ class ChatServicer(pb_grpc.ChatServiceServicer):
     async def SendMessage(
         self, request: pb.SendMessageRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.SendMessageResponse]:
+        if self.limiter is not None and context is not None:  # in-process calls (the CLI) have no context
+            self.limiter.check(client_of(context))
         turn = self.chat.turns.send(
             request.conversation_id, request.content, list(request.filters.folders), list(request.filters.tags)
         )

@@ -83,6 +83,17 @@ class Settings(BaseSettings):
         ge=0,
         description="When above 0, the ingest service syncs SECONDBRAIN_VAULT at start and then this often.",
     )
+    chat_messages_per_minute: int = Field(
+        default=30,
+        ge=0,
+        description="Questions one client may send a minute, per chat process (bursts up to the same); 0: no limit.",
+    )
+    metrics_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="Where a gRPC service serves Prometheus metrics over HTTP (/metrics); unset: its gRPC port + 1000.",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "text"] = "json"
     shutdown_grace_seconds: float = Field(
