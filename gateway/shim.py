@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from typing import Any
 import grpc
 from google.protobuf import message_factory
 from google.protobuf.message import Message
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
@@ -34,6 +36,7 @@ from secondbrain.gateway.http_errors import HTTP_STATUS, RETRYABLE, error_body
 from secondbrain.gateway.openapi import openapi_document
 from secondbrain.gateway.proto_json import from_json, from_query, to_json
 from secondbrain.service.auth import HEADER, REFUSED, open_channel, token_matches
+from secondbrain.service.observe import HTTP_DURATION, HTTP_REQUESTS
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +191,13 @@ def _handler(endpoint: Endpoint, backends: Backends) -> Callable[[Request], Awai
     response_class = message_factory.GetMessageClass(endpoint.response)
     request_class = message_factory.GetMessageClass(endpoint.request)
 
+    async def observed(request: Request) -> Response:
+        started = time.perf_counter()
+        response = await handle(request)
+        HTTP_REQUESTS.labels(endpoint.path, str(response.status_code)).inc()
+        HTTP_DURATION.labels(endpoint.path).observe(time.perf_counter() - started)
+        return response
+
     async def handle(request: Request) -> Response:
         request_id = request.headers.get(REQUEST_ID) or uuid.uuid4().hex
         headers = {REQUEST_ID: request_id}
@@ -233,7 +243,7 @@ def _handler(endpoint: Endpoint, backends: Backends) -> Callable[[Request], Awai
             failure = _from_rpc_error(error, endpoint, backends)
             return _error_response(failure.code, failure.message, headers)
 
-    return handle
+    return observed
 
 
 class TokenGuard:
@@ -280,6 +290,9 @@ def create_app(backends: Backends, token: str | None, ui_dir: Path | None = None
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
+    async def metrics(request: Request) -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
     async def ui_not_built(request: Request) -> Response:
         return HTMLResponse(UI_NOT_BUILT)
 
@@ -289,6 +302,7 @@ def create_app(backends: Backends, token: str | None, ui_dir: Path | None = None
     routes += [
         Route("/api/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
     ]
     if ui_dir is not None and (ui_dir / "index.html").is_file():
         routes.append(Mount("/", StaticFiles(directory=ui_dir, html=True)))

@@ -40,6 +40,12 @@ from secondbrain.chat.settings import ChatSettings
 from secondbrain.db import Database
 from secondbrain.errors import InvalidInput, NotFound, SecondbrainError
 from secondbrain.llm import ChatMessage, ProviderCatalog, TextDelta, Usage
+from secondbrain.service.observe import (
+    CHAT_TURNS,
+    PROVIDER_FIRST_TOKEN,
+    PROVIDER_TOKENS,
+    PROVIDER_TURN,
+)
 from secondbrain.v1 import retrieval_pb2 as common
 
 log = logging.getLogger(__name__)
@@ -202,11 +208,13 @@ class Turns:
                     elif isinstance(event, Usage):
                         answer.usage = event
         except SecondbrainError as error:
+            CHAT_TURNS.labels("error").inc()
             log.info("turn failed", extra={"conversation": conversation_id, "error": str(error)})
             await self._finish(message_id, answer, error=str(error))
             yield Error(error, message_id)
             return
         except (asyncio.CancelledError, GeneratorExit):
+            CHAT_TURNS.labels("cancelled").inc()
             # Shielded: the cancellation that stopped the answer must not also stop it being stored.
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._finish(message_id, answer, error=CANCELLED_ERROR))
@@ -221,6 +229,12 @@ class Turns:
         usage = answer.usage or Usage(0, 0, "", answer.model)
         total_ms = (time.perf_counter() - started) * 1000
         timings = [("retrieval", retrieval_ms), ("first_token", first_token_ms or total_ms), ("total", total_ms)]
+        model = usage.model or answer.model
+        CHAT_TURNS.labels("complete").inc()
+        PROVIDER_FIRST_TOKEN.labels(answer.provider, model).observe((first_token_ms or total_ms) / 1000)
+        PROVIDER_TURN.labels(answer.provider, model).observe(total_ms / 1000)
+        PROVIDER_TOKENS.labels(answer.provider, model, "input").inc(usage.input_tokens)
+        PROVIDER_TOKENS.labels(answer.provider, model, "output").inc(usage.output_tokens)
         yield Done(message_id, usage, timings, answer.provider, usage.model or answer.model, cited)
 
     async def _finish(self, message_id: int, answer: _Answer, *, error: str) -> list[int]:

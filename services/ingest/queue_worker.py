@@ -16,6 +16,7 @@ import logging
 from secondbrain.errors import SecondbrainError
 from secondbrain.ingest import store
 from secondbrain.ingest.pipeline import Ingestor
+from secondbrain.service.observe import INGEST_QUEUE_DEPTH
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,8 @@ async def run_queue_worker(ingestor: Ingestor) -> None:
                         continue
                     mismatch_logged = False
                     finished = await ingestor.work()
+                    async with ingestor.db.pool.acquire() as connection:
+                        INGEST_QUEUE_DEPTH.set(await store.queue_depth(connection))
                     if finished:
                         log.info("worked on the sync queue", extra={"files": finished})
                 except SecondbrainError as error:

@@ -436,6 +436,11 @@ async def claim(
     return sorted(items, key=lambda item: item.id)
 
 
+async def queue_depth(connection: asyncpg.Connection) -> int:
+    """Files queued or claimed by any sync and not done yet."""
+    return await connection.fetchval("SELECT count(*) FROM ingest_queue WHERE state <> 'done'")
+
+
 async def finish_item(
     connection: asyncpg.Connection,
     item_id: int,

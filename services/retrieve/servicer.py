@@ -13,6 +13,7 @@ from secondbrain.retrieve.note_search import search_notes, validate
 from secondbrain.retrieve.pipeline import Done, Options, Passage, Plan, RetrieveEvent, Retriever
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
+from secondbrain.service.observe import RETRIEVE_STAGE
 from secondbrain.v1 import retrieval_pb2 as common
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["RetrieveService"].full_name
@@ -116,6 +117,8 @@ def passage_message(passage: Passage) -> common.Passage:
 
 
 def done_message(done: Done) -> pb.RetrieveDone:
+    for stage, milliseconds in done.timings:
+        RETRIEVE_STAGE.labels(stage).observe(milliseconds / 1000)
     return pb.RetrieveDone(
         timings=[common.StageTiming(stage=stage, milliseconds=ms) for stage, ms in done.timings],
         passage_count=done.passage_count,

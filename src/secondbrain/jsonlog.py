@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Literal
+
+# The id of the request being served (Envoy's x-request-id, carried from service to service), on every log line
+# written while serving it.
+request_id: ContextVar[str | None] = ContextVar("secondbrain_request_id", default=None)
 
 # Attributes every LogRecord has; anything else was passed in `extra=` and is logged as a field.
 _STANDARD_ATTRS = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
@@ -37,6 +42,7 @@ def configure_logging(level: str = "INFO", fmt: Literal["json", "text"] = "json"
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
     if service is not None:
         handler.addFilter(_ServiceTag(service))
+    handler.addFilter(_RequestIdTag())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
@@ -51,4 +57,11 @@ class _ServiceTag(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.service = self.service
+        return True
+
+
+class _RequestIdTag(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if (current := request_id.get()) is not None and not hasattr(record, "request_id"):
+            record.request_id = current
         return True

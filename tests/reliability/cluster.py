@@ -86,7 +86,7 @@ class Cluster:
     processes: dict[str, asyncio.subprocess.Process] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        names = (*SERVICES, "llm")
+        names = (*SERVICES, "llm", *(f"{name}-metrics" for name in GRPC))
         self.ports = dict(zip(names, free_ports(len(names)), strict=True))
         (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
 
@@ -94,6 +94,9 @@ class Cluster:
 
     def address(self, name: str) -> str:
         return f"127.0.0.1:{self.ports[name]}"
+
+    def metrics_url(self, name: str) -> str:
+        return f"http://{self.address(f'{name}-metrics')}/metrics"
 
     @property
     def gateway_url(self) -> str:
@@ -142,10 +145,13 @@ class Cluster:
             command += ["--delay", str(self.llm_delay), "--deltas", str(self.llm_deltas)]
         else:
             command = ["-m", "secondbrain", "serve", name]
+        env = self.env()
+        if name in GRPC:
+            env["SECONDBRAIN_METRICS_PORT"] = str(self.ports[f"{name}-metrics"])
         log = (self.workdir / "logs" / f"{name}.log").open("a", encoding="utf-8")
         try:
             self.processes[name] = await asyncio.create_subprocess_exec(
-                sys.executable, *command, env=self.env(), stdout=log, stderr=log, start_new_session=True
+                sys.executable, *command, env=env, stdout=log, stderr=log, start_new_session=True
             )
         finally:
             log.close()

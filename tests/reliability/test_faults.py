@@ -298,3 +298,39 @@ async def test_the_provider_key_appears_in_no_log_error_or_response(cluster: Clu
     assert "OpenAI" in bodies["options"], "the options list the provider, by name only"
     assert leaks == []
     record_property("figures", f"scanned {logged:,} bytes of logs and {len(bodies)} responses")
+
+
+# -- metrics -----------------------------------------------------------------------------------------------------------
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """The sum of the samples of `name` in a Prometheus exposition whose labels include `labels`."""
+    value = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        head, number = line.rsplit(" ", 1)
+        if all(f'{key}="{wanted}"' in head for key, wanted in labels.items()):
+            value += float(number)
+    return value
+
+
+async def test_each_service_serves_prometheus_metrics_that_saw_the_faults(cluster: Cluster, record_property) -> None:
+    """Each service's /metrics (Prometheus): calls by outcome, retrieval stages, ingest progress, provider tokens."""
+    async with httpx2.AsyncClient(timeout=10) as client:
+        texts = {name: (await client.get(cluster.metrics_url(name))).text for name in ("ingest", "retrieve", "chat")}
+        texts["shim"] = (await client.get(f"http://{cluster.address('shim')}/metrics")).text
+        hidden = await client.get(f"{cluster.gateway_url}/metrics")
+    chat, retrieve, ingest, shim = texts["chat"], texts["retrieve"], texts["ingest"], texts["shim"]
+    # chat ran through every fault: its outage refusals, failed turns and answered ones are all counted.
+    assert metric(chat, "secondbrain_rpc_requests_total", code="UNAVAILABLE") >= 1
+    assert metric(chat, "secondbrain_chat_turns_total", outcome="error") >= 2
+    assert metric(chat, "secondbrain_chat_turns_total", outcome="complete") >= 3
+    assert metric(chat, "secondbrain_provider_tokens_total", provider="openai", kind="output") > 0
+    assert metric(chat, "secondbrain_provider_first_token_seconds_count") >= 3
+    assert metric(retrieve, "secondbrain_retrieve_stage_seconds_count", stage="embed") >= 1
+    assert metric(ingest, "secondbrain_ingest_files_total") >= 1
+    assert "secondbrain_ingest_queue_depth" in ingest
+    assert metric(shim, "secondbrain_http_requests_total", status="200") >= 1
+    assert hidden.status_code == 404, "the metrics are not served to browsers through Envoy"
+    record_property("figures", ", ".join(f"{name} {len(text.splitlines())} lines" for name, text in texts.items()))

@@ -17,9 +17,11 @@ from typing import Any
 
 import grpc
 
+from secondbrain.jsonlog import request_id
 from secondbrain.service.handlers import with_behaviour
 
 HEADER = "authorization"
+REQUEST_ID_HEADER = "x-request-id"
 SCHEME = "Bearer"
 # Health checks stay open: probes cannot carry a secret, and a status reveals nothing.
 OPEN_METHOD_PREFIXES = ("/grpc.health.v1.Health/",)
@@ -83,28 +85,34 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
         return with_behaviour(handler, unary=_refuse_unary, stream=_refuse_stream, otherwise=_refuse_unary)
 
 
-def _with_token(details: grpc.aio.ClientCallDetails, token: str) -> grpc.aio.ClientCallDetails:
-    metadata = grpc.aio.Metadata(*(details.metadata or ()), (HEADER, bearer(token)))
+def _with_metadata(details: grpc.aio.ClientCallDetails, token: str | None) -> grpc.aio.ClientCallDetails:
+    """The call with the token (when there is one) and the id of the request being served (when there is one)."""
+    extra = [(HEADER, bearer(token))] if token else []
+    if (current := request_id.get()) is not None:
+        extra.append((REQUEST_ID_HEADER, current))
+    if not extra:
+        return details
+    metadata = grpc.aio.Metadata(*(details.metadata or ()), *extra)
     return grpc.aio.ClientCallDetails(
         details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
     )
 
 
 # Two classes, not one with both methods: a channel files each interceptor under the first kind it matches.
-class _AttachTokenUnary(grpc.aio.UnaryUnaryClientInterceptor):
-    def __init__(self, token: str) -> None:
+class _AttachUnary(grpc.aio.UnaryUnaryClientInterceptor):
+    def __init__(self, token: str | None) -> None:
         self._token = token
 
     async def intercept_unary_unary(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return await continuation(_with_token(client_call_details, self._token), request)
+        return await continuation(_with_metadata(client_call_details, self._token), request)
 
 
-class _AttachTokenStream(grpc.aio.UnaryStreamClientInterceptor):
-    def __init__(self, token: str) -> None:
+class _AttachStream(grpc.aio.UnaryStreamClientInterceptor):
+    def __init__(self, token: str | None) -> None:
         self._token = token
 
     async def intercept_unary_stream(self, continuation: Any, client_call_details: Any, request: Any) -> Any:
-        return await continuation(_with_token(client_call_details, self._token), request)
+        return await continuation(_with_metadata(client_call_details, self._token), request)
 
 
 # Calls are spread over every address the name resolves to (each pod behind a headless Kubernetes Service), not
@@ -121,11 +129,9 @@ RECONNECT = [
 
 
 def open_channel(target: str, token: str | None, options: list[tuple[str, Any]] | None = None) -> grpc.aio.Channel:
-    """A channel to one of our services that presents `token` (when there is one) on every call, balanced over
-    every address of `target`."""
-    interceptors: list[grpc.aio.ClientInterceptor] | None = (
-        [_AttachTokenUnary(token), _AttachTokenStream(token)] if token else None
-    )
+    """A channel to one of our services that presents `token` (when there is one) and the id of the request being
+    served on every call, balanced over every address of `target`."""
+    interceptors: list[grpc.aio.ClientInterceptor] = [_AttachUnary(token), _AttachStream(token)]
     return grpc.aio.insecure_channel(
         target, options=[*BALANCED, *RECONNECT, *(options or [])], interceptors=interceptors
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from secondbrain.config import Config
 from secondbrain.db import Database
 from secondbrain.jsonlog import configure_logging
+from secondbrain.service.observe import start_metrics_server
 from secondbrain.service.server import RunningServer, run_until_stopped
 
 log = logging.getLogger(__name__)
@@ -34,4 +35,10 @@ async def serve(service: str, config: Config, create_server: CreateServer, port:
     deps = ServiceDeps(config=config, db=db)
     if settings.token is None:
         log.warning("no SECONDBRAIN_API_TOKEN: listening on loopback only", extra={"address": address})
+    grpc_port = settings.port_for(service) if port is None else port
+    metrics_port = (
+        settings.metrics_port if settings.metrics_port is not None else (grpc_port + 1000 if grpc_port else 0)
+    )
+    bound = start_metrics_server(settings.host, metrics_port)
+    log.info("metrics", extra={"url": f"http://{settings.host}:{bound}/metrics"})
     await run_until_stopped(lambda: create_server(address, deps), db.close, settings.shutdown_grace_seconds, service)

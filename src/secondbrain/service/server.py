@@ -20,6 +20,7 @@ from grpc_reflection.v1alpha import reflection
 from secondbrain.errors import Unavailable
 from secondbrain.service.auth import TokenInterceptor
 from secondbrain.service.error_mapping import ErrorMappingInterceptor
+from secondbrain.service.observe import ObserveInterceptor
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +76,11 @@ class RunningServer:
 async def build_server(address: str, bindings: Sequence[ServiceBinding], api_token: str | None = None) -> RunningServer:
     """A server on `address` ("host:port"; port 0 picks a free one) with health, reflection and error mapping;
     with `api_token`, every call but a health check must present it."""
-    # The token check runs first: a refused call never reaches a handler.
-    interceptors: list[grpc.aio.ServerInterceptor] = [TokenInterceptor(api_token)] if api_token else []
+    # Observation is outermost, so refused calls are counted too; then the token check, so a refused call never
+    # reaches a handler; then the mapping of errors to statuses.
+    interceptors: list[grpc.aio.ServerInterceptor] = [ObserveInterceptor()]
+    if api_token:
+        interceptors.append(TokenInterceptor(api_token))
     server = grpc.aio.server(
         interceptors=[*interceptors, ErrorMappingInterceptor()],
         options=[
