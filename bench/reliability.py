@@ -105,6 +105,10 @@ def grouped(outcomes: list[Outcome]) -> list[list[str]]:
     ]
 
 
+# The part of the document that describes rather than measures, kept as markdown beside this script.
+SECURITY_AND_OPERABILITY = Path(__file__).with_name("security_and_operability.md")
+
+
 def report(outcomes: list[Outcome], result: load.LoadResult | None, seconds: float) -> str:
     lines = [
         "# Reliability",
@@ -128,6 +132,7 @@ def report(outcomes: list[Outcome], result: load.LoadResult | None, seconds: flo
             table(["measure", "value"], load.describe(result)),
             "",
         ]
+    lines.append(SECURITY_AND_OPERABILITY.read_text(encoding="utf-8"))
     return "\n".join(lines)
 
 
