@@ -19,6 +19,7 @@ from secondbrain.gateway.envoy import command, prepare
 from secondbrain.gateway.envoy_config import local_layout, render
 from secondbrain.gateway.shim import Backends, create_app
 from secondbrain.jsonlog import configure_logging
+from secondbrain.service.tracing import configure_tracing
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,7 @@ async def main_shim(config: Config, port: int | None = None) -> None:
     """`secondbrain serve shim`."""
     settings = config.settings
     configure_logging(settings.log_level, settings.log_format, service="shim")
+    configure_tracing("shim")
     _say_who_may_connect(settings, "shim")
     shim = await start_shim(settings, port=port)
     log.info("serving", extra={"service": "shim", "port": shim.port})

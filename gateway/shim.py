@@ -37,6 +37,7 @@ from secondbrain.gateway.openapi import openapi_document
 from secondbrain.gateway.proto_json import from_json, from_query, to_json
 from secondbrain.service.auth import HEADER, REFUSED, open_channel, token_matches
 from secondbrain.service.observe import HTTP_DURATION, HTTP_REQUESTS
+from secondbrain.service.tracing import inject, server_span
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +194,8 @@ def _handler(endpoint: Endpoint, backends: Backends) -> Callable[[Request], Awai
 
     async def observed(request: Request) -> Response:
         started = time.perf_counter()
-        response = await handle(request)
+        with server_span(f"{endpoint.method} {endpoint.path}", request.headers, **{"http.route": endpoint.path}):
+            response = await handle(request)
         HTTP_REQUESTS.labels(endpoint.path, str(response.status_code)).inc()
         HTTP_DURATION.labels(endpoint.path).observe(time.perf_counter() - started)
         return response
@@ -203,7 +205,9 @@ def _handler(endpoint: Endpoint, backends: Backends) -> Callable[[Request], Awai
         headers = {REQUEST_ID: request_id}
         # The client's address for chat's per-client limit: what Envoy recorded, else the peer the shim sees.
         forwarded = request.headers.get("x-forwarded-for") or (request.client.host if request.client else "")
-        metadata = ((REQUEST_ID, request_id), ("x-forwarded-for", forwarded))
+        trace_context: dict[str, str] = {}
+        inject(trace_context)  # the shim's span: chat's becomes its child
+        metadata = ((REQUEST_ID, request_id), ("x-forwarded-for", forwarded), *trace_context.items())
         channel = backends.channel(endpoint.service)
         try:
             message = await _request_message(request, endpoint)

@@ -19,6 +19,7 @@ import grpc
 
 from secondbrain.jsonlog import request_id
 from secondbrain.service.handlers import with_behaviour
+from secondbrain.service.tracing import inject
 
 HEADER = "authorization"
 REQUEST_ID_HEADER = "x-request-id"
@@ -86,10 +87,13 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
 
 
 def _with_metadata(details: grpc.aio.ClientCallDetails, token: str | None) -> grpc.aio.ClientCallDetails:
-    """The call with the token (when there is one) and the id of the request being served (when there is one)."""
+    """The call with the token, the id of the request being served and its trace context, each when there is one."""
     extra = [(HEADER, bearer(token))] if token else []
     if (current := request_id.get()) is not None:
         extra.append((REQUEST_ID_HEADER, current))
+    trace_context: dict[str, str] = {}
+    inject(trace_context)
+    extra += trace_context.items()
     if not extra:
         return details
     metadata = grpc.aio.Metadata(*(details.metadata or ()), *extra)

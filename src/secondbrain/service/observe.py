@@ -1,10 +1,11 @@
 """What every gRPC service reports about itself: Prometheus metrics, a request id on every log line, an access log.
 
 The outermost server interceptor wraps each call: it takes the caller's `x-request-id` (Envoy makes one per request;
-the shim and our own clients pass it on) or makes one, sets it for the call's log lines and onward calls, and
-records the call's outcome in `secondbrain_rpc_requests_total` and its time in `secondbrain_rpc_duration_seconds`.
-The other metrics of this module are recorded where the work happens (retrieval stages, ingest progress, provider
-calls). `start_metrics_server` serves them all at /metrics.
+the shim and our own clients pass it on) or makes one, sets it for the call's log lines and onward calls, opens a
+tracing span continuing the caller's `traceparent` (see tracing.py), and records the call's outcome in
+`secondbrain_rpc_requests_total` and its time in `secondbrain_rpc_duration_seconds`. The other metrics of this
+module are recorded where the work happens (retrieval stages, ingest progress, provider calls).
+`start_metrics_server` serves them all at /metrics.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
+from opentelemetry.trace import Span, Status, StatusCode
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 from secondbrain.jsonlog import request_id
 from secondbrain.service.auth import REQUEST_ID_HEADER
 from secondbrain.service.handlers import with_behaviour
+from secondbrain.service.tracing import server_span
 
 log = logging.getLogger(__name__)
 
@@ -101,33 +104,45 @@ class _Call:
         request_id.reset(self._token)
 
 
+def _finish(call: _Call, span: Span, context: grpc.aio.ServicerContext, error: BaseException | None) -> None:
+    code = _code_of(context, error)
+    span.set_attribute("rpc.grpc.status_code", code)
+    if code != "OK":
+        span.set_status(Status(StatusCode.ERROR, code))
+    call.end(code)
+
+
 def _observe_unary(behavior: Callable[..., Awaitable[Any]], method: str) -> Callable[..., Awaitable[Any]]:
     async def handler(request: Any, context: grpc.aio.ServicerContext) -> Any:
-        call = _Call(method, dict(context.invocation_metadata() or ()))
+        metadata = dict(context.invocation_metadata() or ())
+        call = _Call(method, metadata)
         error: BaseException | None = None
-        try:
-            return await behavior(request, context)
-        except BaseException as raised:
-            error = raised
-            raise
-        finally:
-            call.end(_code_of(context, error))
+        with server_span(method, metadata, **{"rpc.system": "grpc"}) as span:
+            try:
+                return await behavior(request, context)
+            except BaseException as raised:
+                error = raised
+                raise
+            finally:
+                _finish(call, span, context, error)
 
     return handler
 
 
 def _observe_stream(behavior: Callable[..., AsyncIterator[Any]], method: str) -> Callable[..., AsyncIterator[Any]]:
     async def handler(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-        call = _Call(method, dict(context.invocation_metadata() or ()))
+        metadata = dict(context.invocation_metadata() or ())
+        call = _Call(method, metadata)
         error: BaseException | None = None
-        try:
-            async for response in behavior(request, context):
-                yield response
-        except BaseException as raised:
-            error = raised
-            raise
-        finally:
-            call.end(_code_of(context, error))
+        with server_span(method, metadata, **{"rpc.system": "grpc"}) as span:
+            try:
+                async for response in behavior(request, context):
+                    yield response
+            except BaseException as raised:
+                error = raised
+                raise
+            finally:
+                _finish(call, span, context, error)
 
     return handler
 

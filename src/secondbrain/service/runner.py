@@ -11,6 +11,7 @@ from secondbrain.db import Database
 from secondbrain.jsonlog import configure_logging
 from secondbrain.service.observe import start_metrics_server
 from secondbrain.service.server import RunningServer, run_until_stopped
+from secondbrain.service.tracing import configure_tracing
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,7 @@ async def serve(service: str, config: Config, create_server: CreateServer, port:
     """Serve `service` on the configured host and its port (or `port`) until SIGTERM or SIGINT."""
     settings = config.settings
     configure_logging(settings.log_level, settings.log_format, service=service)
+    configure_tracing(service)
     db = await Database.open(settings)
     address = f"{settings.host}:{settings.port_for(service) if port is None else port}"
     deps = ServiceDeps(config=config, db=db)

@@ -1,0 +1,50 @@
+"""Optional OpenTelemetry tracing: a span per call in the shim, chat and retrieve, joined into one trace.
+
+Off unless `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set, as OpenTelemetry's own
+convention has it; then spans go to that collector over OTLP/HTTP. Either way the W3C `traceparent` a caller sends
+(a browser, Envoy, a client's own tracer) is passed on from the shim to chat to retrieve, so a trace that starts
+outside is continued, and one process with tracing on still links to its neighbours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator, Mapping, MutableMapping
+
+from opentelemetry import propagate, trace
+from opentelemetry.trace import Span, SpanKind
+
+log = logging.getLogger(__name__)
+
+_tracer = trace.get_tracer("secondbrain")
+
+
+def configure_tracing(service: str) -> bool:
+    """Export this process's spans when an OTLP endpoint is configured; returns whether tracing is on."""
+    if not (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+        return False
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider(resource=Resource.create({"service.name": f"secondbrain-{service}"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    log.info("tracing on", extra={"service_name": f"secondbrain-{service}"})
+    return True
+
+
+@contextlib.contextmanager
+def server_span(name: str, carrier: Mapping[str, str], **attributes: str) -> Iterator[Span]:
+    """A span for serving one call, continuing the trace the caller's `traceparent` names (if any)."""
+    parent = propagate.extract(carrier=dict(carrier))
+    with _tracer.start_as_current_span(name, context=parent, kind=SpanKind.SERVER, attributes=attributes) as span:
+        yield span
+
+
+def inject(carrier: MutableMapping[str, str]) -> None:
+    """Add the current span's `traceparent` (and `tracestate`) to an outgoing call's headers or metadata."""
+    propagate.inject(carrier)
