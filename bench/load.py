@@ -182,9 +182,9 @@ def describe(result: LoadResult) -> list[list[str]]:
     ]
     for name, samples in result.memory.items():
         if samples:
-            rows.append(
-                [f"{name} RSS start → end (max)", f"{samples[0]:.0f} → {samples[-1]:.0f} ({max(samples):.0f}) MB"]
-            )
+            # Start, a third of the way, two thirds, end: a leak shows as a steady climb, warm-up as an early step.
+            marks = [samples[0], samples[len(samples) // 3], samples[2 * len(samples) // 3], samples[-1]]
+            rows.append([f"{name} RSS: start, ⅓, ⅔, end", " → ".join(f"{mark:.0f}" for mark in marks) + " MB"])
     return rows
 
 
