@@ -37,7 +37,7 @@ from secondbrain.gateway.openapi import openapi_document
 from secondbrain.gateway.proto_json import from_json, from_query, to_json
 from secondbrain.service.auth import HEADER, REFUSED, open_channel, token_matches
 from secondbrain.service.observe import HTTP_DURATION, HTTP_REQUESTS
-from secondbrain.service.tracing import inject, server_span
+from secondbrain.service.tracing import server_span
 
 log = logging.getLogger(__name__)
 
@@ -205,9 +205,8 @@ def _handler(endpoint: Endpoint, backends: Backends) -> Callable[[Request], Awai
         headers = {REQUEST_ID: request_id}
         # The client's address for chat's per-client limit: what Envoy recorded, else the peer the shim sees.
         forwarded = request.headers.get("x-forwarded-for") or (request.client.host if request.client else "")
-        trace_context: dict[str, str] = {}
-        inject(trace_context)  # the shim's span: chat's becomes its child
-        metadata = ((REQUEST_ID, request_id), ("x-forwarded-for", forwarded), *trace_context.items())
+        # (The trace context goes on through the channel's own interceptor: chat's span becomes the shim's child.)
+        metadata = ((REQUEST_ID, request_id), ("x-forwarded-for", forwarded))
         channel = backends.channel(endpoint.service)
         try:
             message = await _request_message(request, endpoint)

@@ -100,6 +100,10 @@ class RetrieveClient:
             ),
         )
         stub = self._get_stub()
+        assert self._channel is not None
+        # Whether the connection was up when the call was made: if it was, a refusal is retrieve's own answer (its
+        # database is down, say) and is not tried again.
+        was_ready = self._channel.get_state() == grpc.ChannelConnectivity.READY
         for attempt in (1, 2):
             result = common.RetrievalResult()
             try:
@@ -117,7 +121,7 @@ class RetrieveClient:
                 # comes back within a moment: a retrieve service that restarted is not reported as down.
                 nothing_yet = not result.HasField("plan") and not result.passages
                 unavailable = error.code() == grpc.StatusCode.UNAVAILABLE
-                if attempt == 1 and unavailable and nothing_yet and await self._reconnected():
+                if attempt == 1 and unavailable and nothing_yet and not was_ready and await self._reconnected():
                     continue
                 raise self._domain_error(error) from None
         raise AssertionError("unreachable")

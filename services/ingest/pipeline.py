@@ -39,6 +39,7 @@ from secondbrain.ingest.enrich import Contextualizer
 from secondbrain.ingest.note import ParsedNote, parse_note
 from secondbrain.ingest.personas import read_personas
 from secondbrain.ingest.vault_walk import VaultFile, is_note_path, read_note_text, walk_vault
+from secondbrain.service.observe import INGEST_CHUNKS_EMBEDDED, INGEST_FILES
 
 log = logging.getLogger(__name__)
 
@@ -285,7 +286,15 @@ class Ingestor:
     # Sync --------------------------------------------------------------------------------------------------------
 
     async def sync(self, root: Path, force: bool = False) -> AsyncIterator[SyncEvent]:
-        """Bring the index in step with the vault at `root`, yielding progress."""
+        """Bring the index in step with the vault at `root`, yielding progress (and counting it in the metrics,
+        whoever asked: the SyncVault RPC, the periodic sync, the CLI)."""
+        async for event in self._sync(root, force):
+            if isinstance(event, FileDone):
+                INGEST_FILES.labels(event.outcome.value).inc()
+                INGEST_CHUNKS_EMBEDDED.inc(event.embedded)
+            yield event
+
+    async def _sync(self, root: Path, force: bool) -> AsyncIterator[SyncEvent]:
         root = await asyncio.to_thread(lambda: root.expanduser().resolve())
         if not await asyncio.to_thread(root.is_dir):
             raise InvalidInput(f"{root} is not a directory: give the path of a vault (a folder of .md notes)")

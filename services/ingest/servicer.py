@@ -14,7 +14,6 @@ from secondbrain.ingest.pipeline import FileDone, Ingestor, Outcome, SyncFinishe
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
 from secondbrain.service.convert import timestamp
-from secondbrain.service.observe import INGEST_CHUNKS_EMBEDDED, INGEST_FILES
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["IngestService"].full_name
 
@@ -104,9 +103,6 @@ class IngestServicer(pb_grpc.IngestServiceServicer):
     ) -> AsyncIterator[pb.SyncVaultResponse]:
         vault = self._vault_to_sync(request.vault_path)
         async for event in self.ingestor.sync(vault, force=request.force):
-            if isinstance(event, FileDone):
-                INGEST_FILES.labels(event.outcome.value).inc()
-                INGEST_CHUNKS_EMBEDDED.inc(event.embedded)
             yield sync_event(event)
 
     def _vault_to_sync(self, requested: str) -> Path:
@@ -123,7 +119,7 @@ class IngestServicer(pb_grpc.IngestServiceServicer):
                 f"this ingest service indexes the vault {configured.resolve()}; it will not sync {requested}. Leave "
                 "vault_path empty, or run another service (with its own database) for another vault"
             )
-        return Path(requested)
+        return configured or Path(requested)
 
     async def UpsertNote(
         self, request: pb.UpsertNoteRequest, context: grpc.aio.ServicerContext

@@ -64,3 +64,10 @@ async def test_refusals_are_counted_by_their_code(gateway: Gateway) -> None:  # 
     response = await gateway.client(gateway.envoy_url).get("/api/chat/conversations/not-a-uuid")
     assert response.status_code == 400
     assert sample("secondbrain_rpc_requests_total", method=method, code="INVALID_ARGUMENT") == before + 1
+
+
+async def test_metrics_are_not_served_to_browsers_through_envoy(gateway: Gateway) -> None:  # noqa: F811
+    client = gateway.client(gateway.envoy_url)
+    for path in ("/metrics", "/%6Detrics", "//metrics", "/api/../metrics"):
+        assert (await client.get(f"{gateway.envoy_url}{path}")).status_code == 404, path
+    assert "secondbrain_http_requests_total" in (await gateway.client(gateway.shim_url).get("/metrics")).text

@@ -47,10 +47,12 @@ _LOST_CONNECTION = (
 
 def lost_database(error: BaseException) -> Unavailable | None:
     """An Unavailable saying the database cannot be reached, when `error` is that (a refused or broken connection, a
-    server shutting down, a pool that timed out waiting); None for any other error."""
+    server shutting down); None for any other error, a query that ran out of time included (TimeoutError is an
+    OSError, but the database answered)."""
     cause: BaseException | None = error
     while cause is not None:
-        if isinstance(cause, _LOST_CONNECTION) or (isinstance(cause, OSError) and _raised_in_asyncpg(cause)):
+        refused = isinstance(cause, OSError) and not isinstance(cause, TimeoutError) and _raised_in_asyncpg(cause)
+        if isinstance(cause, _LOST_CONNECTION) or refused:
             return Unavailable(
                 f"the database is not reachable ({type(cause).__name__}: {cause}); the request can be retried "
                 "when it is back, and the service reconnects by itself"

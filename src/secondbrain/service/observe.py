@@ -23,7 +23,7 @@ from prometheus_client import Counter, Gauge, Histogram, start_http_server
 from secondbrain.jsonlog import request_id
 from secondbrain.service.auth import REQUEST_ID_HEADER
 from secondbrain.service.handlers import with_behaviour
-from secondbrain.service.tracing import server_span
+from secondbrain.service.tracing import start_server_span
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,7 @@ RETRIEVE_STAGE = Histogram(
 )  # fmt: skip
 INGEST_FILES = Counter("secondbrain_ingest_files", "Files a sync handled, by outcome", ["outcome"])
 INGEST_CHUNKS_EMBEDDED = Counter("secondbrain_ingest_chunks_embedded", "Chunks embedded by syncs")
+# The whole queue's depth, which every ingest replica reports alike: aggregate it with max(), not sum().
 INGEST_QUEUE_DEPTH = Gauge("secondbrain_ingest_queue_depth", "Files queued or claimed, not yet done, for every sync")
 PROVIDER_FIRST_TOKEN = Histogram(
     "secondbrain_provider_first_token_seconds", "From a turn's start to the model's first words",
@@ -117,14 +118,15 @@ def _observe_unary(behavior: Callable[..., Awaitable[Any]], method: str) -> Call
         metadata = dict(context.invocation_metadata() or ())
         call = _Call(method, metadata)
         error: BaseException | None = None
-        with server_span(method, metadata, **{"rpc.system": "grpc"}) as span:
-            try:
-                return await behavior(request, context)
-            except BaseException as raised:
-                error = raised
-                raise
-            finally:
-                _finish(call, span, context, error)
+        span = start_server_span(method, metadata, **{"rpc.system": "grpc"})
+        try:
+            return await behavior(request, context)
+        except BaseException as raised:
+            error = raised
+            raise
+        finally:
+            _finish(call, span, context, error)
+            span.end()
 
     return handler
 
@@ -134,15 +136,16 @@ def _observe_stream(behavior: Callable[..., AsyncIterator[Any]], method: str) ->
         metadata = dict(context.invocation_metadata() or ())
         call = _Call(method, metadata)
         error: BaseException | None = None
-        with server_span(method, metadata, **{"rpc.system": "grpc"}) as span:
-            try:
-                async for response in behavior(request, context):
-                    yield response
-            except BaseException as raised:
-                error = raised
-                raise
-            finally:
-                _finish(call, span, context, error)
+        span = start_server_span(method, metadata, **{"rpc.system": "grpc"})
+        try:
+            async for response in behavior(request, context):
+                yield response
+        except BaseException as raised:
+            error = raised
+            raise
+        finally:
+            _finish(call, span, context, error)
+            span.end()
 
     return handler
 

@@ -13,6 +13,7 @@ import logging
 import os
 from collections.abc import Iterator, Mapping, MutableMapping
 
+from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind
 
@@ -37,12 +38,25 @@ def configure_tracing(service: str) -> bool:
     return True
 
 
+def start_server_span(name: str, carrier: Mapping[str, str], **attributes: str) -> Span:
+    """A span for serving one call, continuing the trace the caller's `traceparent` names (if any), made current
+    for the rest of the calling task; the caller ends it. It is never detached: each call runs in a task of its own
+    whose context is dropped with it, and a stream abandoned by its client is closed from another context, where a
+    detach would fail."""
+    parent = propagate.extract(carrier=dict(carrier))
+    span = _tracer.start_span(name, context=parent, kind=SpanKind.SERVER, attributes=attributes)
+    otel_context.attach(trace.set_span_in_context(span, parent))
+    return span
+
+
 @contextlib.contextmanager
 def server_span(name: str, carrier: Mapping[str, str], **attributes: str) -> Iterator[Span]:
-    """A span for serving one call, continuing the trace the caller's `traceparent` names (if any)."""
-    parent = propagate.extract(carrier=dict(carrier))
-    with _tracer.start_as_current_span(name, context=parent, kind=SpanKind.SERVER, attributes=attributes) as span:
+    """`start_server_span` ended when the block ends (for handlers that are not generators)."""
+    span = start_server_span(name, carrier, **attributes)
+    try:
         yield span
+    finally:
+        span.end()
 
 
 def inject(carrier: MutableMapping[str, str]) -> None:
