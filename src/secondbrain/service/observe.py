@@ -10,14 +10,15 @@ module are recorded where the work happens (retrieval stages, ingest progress, p
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import grpc
-from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.trace import Status, StatusCode
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 from secondbrain.jsonlog import request_id
@@ -102,50 +103,47 @@ class _Call:
                 "request_id": self.id,
             },
         )
-        request_id.reset(self._token)
+        # A stream its client abandoned is closed from another context, where the reset cannot apply; the call's
+        # own context goes with its task anyway.
+        with contextlib.suppress(ValueError):
+            request_id.reset(self._token)
 
 
-def _finish(call: _Call, span: Span, context: grpc.aio.ServicerContext, error: BaseException | None) -> None:
-    code = _code_of(context, error)
-    span.set_attribute("rpc.grpc.status_code", code)
-    if code != "OK":
-        span.set_status(Status(StatusCode.ERROR, code))
-    call.end(code)
+@contextlib.contextmanager
+def _observing(method: str, context: grpc.aio.ServicerContext) -> Iterator[None]:
+    """One call, unary or stream: its request id and span for the body of the block, its outcome counted at the
+    end however the block ends."""
+    metadata = dict(context.invocation_metadata() or ())
+    call = _Call(method, metadata)
+    span = start_server_span(method, metadata, **{"rpc.system": "grpc"})
+    error: BaseException | None = None
+    try:
+        yield
+    except BaseException as raised:
+        error = raised
+        raise
+    finally:
+        code = _code_of(context, error)
+        span.set_attribute("rpc.grpc.status_code", code)
+        if code != "OK":
+            span.set_status(Status(StatusCode.ERROR, code))
+        call.end(code)
+        span.end()
 
 
 def _observe_unary(behavior: Callable[..., Awaitable[Any]], method: str) -> Callable[..., Awaitable[Any]]:
     async def handler(request: Any, context: grpc.aio.ServicerContext) -> Any:
-        metadata = dict(context.invocation_metadata() or ())
-        call = _Call(method, metadata)
-        error: BaseException | None = None
-        span = start_server_span(method, metadata, **{"rpc.system": "grpc"})
-        try:
+        with _observing(method, context):
             return await behavior(request, context)
-        except BaseException as raised:
-            error = raised
-            raise
-        finally:
-            _finish(call, span, context, error)
-            span.end()
 
     return handler
 
 
 def _observe_stream(behavior: Callable[..., AsyncIterator[Any]], method: str) -> Callable[..., AsyncIterator[Any]]:
     async def handler(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-        metadata = dict(context.invocation_metadata() or ())
-        call = _Call(method, metadata)
-        error: BaseException | None = None
-        span = start_server_span(method, metadata, **{"rpc.system": "grpc"})
-        try:
+        with _observing(method, context):
             async for response in behavior(request, context):
                 yield response
-        except BaseException as raised:
-            error = raised
-            raise
-        finally:
-            _finish(call, span, context, error)
-            span.end()
 
     return handler
 
