@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import re
 import signal
-import socket
 import sys
 from pathlib import Path
 
@@ -16,19 +15,10 @@ import pytest
 
 from secondbrain.service.health_client import check_health
 from tests.gateway.conftest import parse_sse
+from tests.reliability.cluster import free_ports
 
 GRPC = ("ingest", "retrieve", "chat")
 DEMO_VAULT = Path(__file__).resolve().parents[1] / "demo" / "vault"
-
-
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for sock in sockets:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 async def _read_until(stream: asyncio.StreamReader, marker: str, seen: list[str]) -> None:
@@ -47,7 +37,7 @@ async def start_up(service_env: dict[str, str]):
     tree: list[psutil.Process] = []
 
     async def start(*args: str):
-        ports = dict(zip(("ingest", "retrieve", "chat", "shim", "gateway"), _free_ports(5), strict=True))
+        ports = dict(zip(("ingest", "retrieve", "chat", "shim", "gateway"), free_ports(5), strict=True))
         env = {**service_env, **{f"SECONDBRAIN_{name.upper()}_PORT": str(port) for name, port in ports.items()}}
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "secondbrain", "up", *args, env=env, stderr=asyncio.subprocess.PIPE
