@@ -26,6 +26,7 @@ WORDS = [
     "decided",
     "notes",
 ]
+SECTIONS = [[], ["Intro"], ["Intro", "Details"], ["Usage"]]
 
 
 @pytest.fixture
@@ -36,11 +37,13 @@ async def connection(database_url: str):
     await connection.close()
 
 
-def note(path: str, texts: list[str]) -> store.NoteRow:
+def note(path: str, texts: list[str], headings: list[list[str]] | None = None) -> store.NoteRow:
+    headings = headings or [[] for _ in texts]
     return store.NoteRow(
         path=path, title=path.removesuffix(".md"), body="\n\n".join(texts), frontmatter={}, aliases=[], tags=["t"],
         content_hash=str(hash(tuple(texts))), mtime=datetime.now(UTC), size=1, status="indexed",
-        chunks=[store.ChunkRow(i, [], 1, 1, text, "", 5, None) for i, text in enumerate(texts)],
+        chunks=[store.ChunkRow(i, heading, 1, 1, text, "", 5, None)
+                for i, (text, heading) in enumerate(zip(texts, headings, strict=True))],
     )  # fmt: skip
 
 
@@ -57,9 +60,11 @@ async def assert_consistent(connection: asyncpg.Connection) -> None:
         "SELECT l.lexeme, count(*) AS df FROM vault_chunks c, unnest(c.tsv) l GROUP BY 1 ORDER BY 1"
     )
     assert [tuple(r) for r in stats] == [tuple(r) for r in expected_stats]
-    corpus = await connection.fetchrow("SELECT chunks, total_length FROM corpus_stats")
+    corpus = await connection.fetchrow("SELECT chunks, total_length, sections FROM corpus_stats")
     expected_corpus = await connection.fetchrow(
-        "SELECT count(*) AS chunks, coalesce(sum(tsvector_occurrences(tsv)), 0) AS total_length FROM vault_chunks"
+        """SELECT count(*) AS chunks, coalesce(sum(tsvector_occurrences(tsv)), 0) AS total_length,
+                  (SELECT count(*) FROM (SELECT DISTINCT file_id, heading_path FROM vault_chunks) s) AS sections
+           FROM vault_chunks"""
     )
     assert tuple(corpus) == tuple(expected_corpus)
 
@@ -73,7 +78,9 @@ async def test_writes_replacements_and_deletes_keep_the_statistics_exact(connect
             await store.delete_notes(connection, [path])
         else:
             texts = [" ".join(rng.choices(WORDS, k=rng.randint(1, 12))) for _ in range(rng.randint(0, 4))]
-            await store.write_note(connection, note(path, texts))
+            # Sections: runs of chunks under one heading path, which may come back later in the note.
+            headings = [rng.choice(SECTIONS) for _ in texts]
+            await store.write_note(connection, note(path, texts, headings))
         await assert_consistent(connection)
 
 
@@ -82,6 +89,17 @@ async def test_chunk_text_edited_in_place_and_embedding_updates(connection: asyn
     await connection.execute("UPDATE vault_chunks SET content = 'gamma gamma delta' WHERE chunk_index = 0")
     await assert_consistent(connection)
     await connection.execute("UPDATE vault_chunks SET token_count = token_count + 1")
+    await assert_consistent(connection)
+    # Moved to another section in place (secondbrain replaces a note's chunks instead, but the count must hold).
+    await connection.execute("UPDATE vault_chunks SET heading_path = '{Intro}' WHERE chunk_index = 1")
+    await assert_consistent(connection)
+    # A chunk added to a section that already has one (again not a path secondbrain takes) is no new section.
+    await connection.execute(
+        """INSERT INTO vault_chunks (file_id, chunk_index, heading_path, start_line, end_line, content, context,
+                                     token_count)
+           SELECT file_id, 9, heading_path, start_line, end_line, 'beta notes', context, token_count
+           FROM vault_chunks WHERE chunk_index = 1"""
+    )
     await assert_consistent(connection)
 
 
