@@ -45,7 +45,8 @@ async def main(directory: Path) -> None:
     body = "\n".join([
         f"BEIR SciFact, test split: {report.questions} queries over 5,183 abstracts, each indexed as a note (title as "
         "its heading). Local embedder all-MiniLM-L6-v2 (384-d), BM25 in SQL (a chunk's score plus half its section's, "
-        "here the whole abstract), reciprocal rank fusion (k = 60); documents ranked where their best chunk ranks. Scored with ir-measures (pytrec_eval).",
+        "here the whole abstract), reciprocal rank fusion (k = 60); documents ranked where their best chunk ranks. "
+        "Scored with ir-measures (pytrec_eval).",
         "",
         table(["system", *MEASURES, "time for all queries"], ours),
         "",
