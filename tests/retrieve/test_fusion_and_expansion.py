@@ -5,7 +5,15 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from secondbrain.retrieve.expand import PassageText, assemble, body_of, plan_spans, within_budget
+from secondbrain.retrieve.expand import (
+    MIN_OVERLAP_CHARS,
+    PassageText,
+    assemble,
+    body_of,
+    plan_spans,
+    within_budget,
+    without_overlap,
+)
 from secondbrain.retrieve.fusion import fuse_queries
 from secondbrain.retrieve.store import Candidate, ChunkRow, LexicalQuery
 
@@ -95,3 +103,22 @@ def test_search_box_syntax_is_split_into_scored_words_and_constraints() -> None:
     assert "elasticsearch" not in parsed.scored_text
     assert "vector store" in parsed.scored_text
     assert LexicalQuery.parse("plain words").constraint_text == ""
+
+
+def overlap_by_definition(previous: str, following: str) -> str:
+    """The longest start of `following`, at least MIN_OVERLAP_CHARS long, that `previous` ends with, found by trying
+    every length: the definition, too slow for the service."""
+    for size in range(min(len(previous), len(following)), MIN_OVERLAP_CHARS - 1, -1):
+        if previous.endswith(following[:size]):
+            return following[size:].lstrip()
+    return following
+
+
+# Few letters, so that repeats, near-misses and overlaps of every length are common.
+texts = st.text(alphabet="ab .", max_size=120)
+
+
+@given(texts, texts, texts)
+def test_overlap_removal_matches_its_definition(before: str, shared: str, after: str) -> None:
+    previous, following = before + shared, shared + after
+    assert without_overlap(previous, following) == overlap_by_definition(previous, following)
