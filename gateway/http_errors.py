@@ -50,11 +50,12 @@ ERROR_SCHEMA: dict[str, Any] = {
 }
 
 
-def error_body(code: grpc.StatusCode, message: str) -> dict[str, Any]:
+def error_body(code: grpc.StatusCode, message: str, status: int | None = None) -> dict[str, Any]:
+    """The error body; `status` overrides the code's HTTP status where HTTP has a more exact one."""
     return {
         "error": {
             "code": code.name,
-            "status": HTTP_STATUS.get(code, 500),
+            "status": status or HTTP_STATUS.get(code, 500),
             "message": message,
             "retryable": code in RETRYABLE,
         }

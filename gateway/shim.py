@@ -46,6 +46,7 @@ UNARY_TIMEOUT_SECONDS = 30.0
 # A comment line this often keeps proxies from closing a quiet stream, and notices a client that left.
 KEEPALIVE_SECONDS = 15.0
 MAX_BODY_BYTES = 1024 * 1024
+CONTENT_TOO_LARGE = 413
 REQUEST_ID = "x-request-id"
 _END = object()
 # What a gRPC channel says when nothing listens at the address.
@@ -79,14 +80,18 @@ class Backends:
 
 
 class HttpError(Exception):
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+    def __init__(self, code: grpc.StatusCode, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.status = status
 
 
-def _error_response(code: grpc.StatusCode, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(error_body(code, message), status_code=HTTP_STATUS.get(code, 500), headers=headers)
+def _error_response(
+    code: grpc.StatusCode, message: str, headers: Mapping[str, str] | None = None, status: int | None = None
+) -> JSONResponse:
+    status = status or HTTP_STATUS.get(code, 500)
+    return JSONResponse(error_body(code, message, status), status_code=status, headers=headers)
 
 
 def _from_rpc_error(error: grpc.aio.AioRpcError, endpoint: Endpoint, backends: Backends) -> HttpError:
@@ -100,12 +105,29 @@ def _from_rpc_error(error: grpc.aio.AioRpcError, endpoint: Endpoint, backends: B
     return HttpError(code, details or code.name)
 
 
+async def _body_within_limit(request: Request) -> bytes:
+    """The body, refused as soon as it is known to be over MAX_BODY_BYTES: from its declared length before reading
+    any of it, else while it streams in, so an endless body costs at most the limit."""
+    too_large = HttpError(
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        f"the request body is over {MAX_BODY_BYTES // 1024 // 1024} MiB ({MAX_BODY_BYTES} bytes): send a smaller one",
+        CONTENT_TOO_LARGE,
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise too_large
+    body = bytearray()
+    async for part in request.stream():
+        body += part
+        if len(body) > MAX_BODY_BYTES:
+            raise too_large
+    return bytes(body)
+
+
 async def _request_message(request: Request, endpoint: Endpoint) -> Message:
     message = message_factory.GetMessageClass(endpoint.request)()
     if endpoint.has_body:
-        raw = await request.body()
-        if len(raw) > MAX_BODY_BYTES:
-            raise HttpError(grpc.StatusCode.RESOURCE_EXHAUSTED, f"request body over {MAX_BODY_BYTES} bytes")
+        raw = await _body_within_limit(request)
         try:
             data = json.loads(raw) if raw.strip() else {}
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
@@ -241,7 +263,7 @@ def _handler(endpoint: Endpoint, backends: Backends) -> Callable[[Request], Awai
         except InvalidInput as error:
             return _error_response(grpc.StatusCode.INVALID_ARGUMENT, str(error), headers)
         except HttpError as error:
-            return _error_response(error.code, error.message, headers)
+            return _error_response(error.code, error.message, headers, error.status)
         except grpc.aio.AioRpcError as error:
             failure = _from_rpc_error(error, endpoint, backends)
             return _error_response(failure.code, failure.message, headers)

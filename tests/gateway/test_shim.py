@@ -4,6 +4,7 @@ as HTTP statuses with a JSON body, and a client that leaves cancelling the turn.
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import jsonschema
@@ -12,6 +13,7 @@ from openapi_spec_validator import validate as validate_openapi
 
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.gateway.proto_json import to_json
+from secondbrain.gateway.shim import MAX_BODY_BYTES
 from tests.chat.conftest import eventually
 from tests.gateway.conftest import Gateway, ServerSentEvent, parse_sse
 from tests.wire import Reply
@@ -119,6 +121,14 @@ async def test_search_retrieve_and_index_status_over_rest(gateway: Gateway) -> N
     assert {f["path"] for f in status["files"]} >= {"Travel.md", "Recipes/Bread.md"}
 
 
+def chunked(part: bytes, times: int) -> AsyncIterator[bytes]:
+    async def parts() -> AsyncIterator[bytes]:
+        for _ in range(times):
+            yield part
+
+    return parts()
+
+
 @pytest.mark.parametrize(
     ("method", "path", "kwargs", "status", "says"),
     [
@@ -132,6 +142,9 @@ async def test_search_retrieve_and_index_status_over_rest(gateway: Gateway) -> N
         ("GET", "/api/chat/conversations/not-a-uuid", {}, 400, "not-a-uuid"),
         ("GET", "/api/nothing/here", {}, 404, "/api/openapi.json"),
         ("PUT", "/api/chat/options", {}, 405, "PUT"),
+        ("POST", "/api/chat/conversations", {"content": b" " * (MAX_BODY_BYTES + 1)}, 413, "over 1 MiB"),
+        # No declared length: refused while it streams in.
+        ("POST", "/api/chat/conversations", {"content": chunked(b" " * 65536, 20)}, 413, "over 1 MiB"),
     ],
 )
 async def test_bad_requests_get_an_http_status_and_a_message_to_act_on(
