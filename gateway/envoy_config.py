@@ -48,6 +48,7 @@ class GatewayLayout:
     chat: Upstream
     shim: Upstream
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
+    trusted_proxy_hops: int = 0
 
 
 def local_layout(settings: Settings, *, listen_port: int | None = None) -> GatewayLayout:
@@ -61,6 +62,7 @@ def local_layout(settings: Settings, *, listen_port: int | None = None) -> Gatew
         chat=Upstream.parse(settings.address_of("chat")),
         shim=Upstream.parse(settings.address_of("shim")),
         cors_origins=tuple(settings.cors_origins),
+        trusted_proxy_hops=settings.trusted_proxy_hops,
     )
 
 
@@ -76,6 +78,7 @@ def kubernetes_layout(settings: Settings) -> GatewayLayout:
         chat=Upstream("chat", settings.chat_port),
         shim=Upstream("shim", settings.shim_port),
         cors_origins=tuple(settings.cors_origins),
+        trusted_proxy_hops=settings.trusted_proxy_hops,
     )
 
 
@@ -96,6 +99,7 @@ def render(layout: GatewayLayout) -> str:
         "stream_idle_timeout": f"{STREAM_IDLE_TIMEOUT_SECONDS}s",
         "unary_timeout": f"{UNARY_TIMEOUT_SECONDS}s",
         "cors_origins": json.dumps([{"exact": origin} for origin in layout.cors_origins]),
+        "trusted_proxy_hops": layout.trusted_proxy_hops,
     }
     for name in ("ingest", "retrieve", "chat", "shim"):
         upstream: Upstream = getattr(layout, name)

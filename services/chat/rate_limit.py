@@ -1,7 +1,9 @@
 """A per-client limit on questions: a token bucket per client address, in this process.
 
 A client is the address the request came from: the last hop Envoy or the shim recorded in `x-forwarded-for` (the
-address they saw, which a client cannot forge past them), else the gRPC peer. Each process keeps its own buckets,
+address they saw, which a client cannot forge past them), else the gRPC peer. Behind proxies of one's own (a load
+balancer, an Ingress), `SECONDBRAIN_TRUSTED_PROXY_HOPS` of them, it is the hop that many places before that one:
+the address the outermost trusted proxy saw. Each process keeps its own buckets,
 so with N chat replicas a client may send up to N times the rate; that bounds what one client can cost, which is
 the point, without a shared store. Idle buckets are dropped so the table stays small.
 """
@@ -26,8 +28,9 @@ class _Bucket:
 
 
 class RateLimiter:
-    def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, per_minute: int, trusted_hops: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
         self.per_minute = per_minute
+        self.trusted_hops = trusted_hops
         self._clock = clock
         self._buckets: dict[str, _Bucket] = {}
 
@@ -62,11 +65,13 @@ class RateLimiter:
                 del self._buckets[client]
 
 
-def client_of(context: grpc.aio.ServicerContext) -> str:
-    """The address a request came from: the last `x-forwarded-for` hop when a proxy set one, else the peer."""
+def client_of(context: grpc.aio.ServicerContext, trusted_hops: int = 0) -> str:
+    """The address a request came from: the `x-forwarded-for` hop `trusted_hops` before the last when a proxy set
+    one (the first, when there are fewer), else the peer."""
     for key, value in context.invocation_metadata() or ():
         if key == "x-forwarded-for" and value.strip():
-            return value.split(",")[-1].strip()
+            hops = [hop.strip() for hop in value.split(",")]
+            return hops[max(0, len(hops) - 1 - trusted_hops)]
     peer = context.peer() or "unknown"
     # "ipv4:127.0.0.1:5555" / "ipv6:[::1]:5555": the address without the port.
     address = peer.split(":", 1)[-1]

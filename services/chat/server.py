@@ -90,16 +90,18 @@ async def create_server(address: str, deps: ServiceDeps, chat: Chat | None = Non
     server only when it was built here (a caller that passes one closes it)."""
     owned = chat is None
     chat = chat or build_chat(deps.config, deps.db)
+    settings = deps.config.settings
+    limiter = RateLimiter(settings.chat_messages_per_minute, settings.trusted_proxy_hops)
     running = await build_server(
         address,
         [
             ServiceBinding(
                 SERVICE_NAME,
-                ChatServicer(chat, RateLimiter(deps.config.settings.chat_messages_per_minute)),
+                ChatServicer(chat, limiter),
                 pb_grpc.add_ChatServiceServicer_to_server,
             )
         ],
-        api_token=deps.config.settings.token,
+        api_token=settings.token,
     )
     if owned:
         running.background.append(asyncio.create_task(_close_when_stopped(chat)))

@@ -198,7 +198,7 @@ class ChatServicer(pb_grpc.ChatServiceServicer):
         self, request: pb.SendMessageRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.SendMessageResponse]:
         if self.limiter is not None and context is not None:  # in-process calls (the CLI) have no context
-            self.limiter.check(client_of(context))
+            self.limiter.check(client_of(context, self.limiter.trusted_hops))
         turn = self.chat.turns.send(
             request.conversation_id, request.content, list(request.filters.folders), list(request.filters.tags)
         )

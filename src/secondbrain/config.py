@@ -88,6 +88,13 @@ class Settings(BaseSettings):
         ge=0,
         description="Questions one client may send a minute, per chat process (bursts up to the same); 0: no limit.",
     )
+    trusted_proxy_hops: int = Field(
+        default=0,
+        ge=0,
+        le=10,
+        description="Proxies in front of Envoy (a load balancer, an Ingress) whose x-forwarded-for entries are "
+        "trusted: a client is the address that many hops before the one Envoy saw. 0: the address Envoy saw.",
+    )
     metrics_port: int | None = Field(
         default=None,
         ge=0,
