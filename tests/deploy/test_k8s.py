@@ -18,12 +18,14 @@ from secondbrain.gateway.envoy_config import kubernetes_layout, render
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
+# Where `make setup` puts a kubectl when the PATH has none recent enough (scripts/kubectl.py).
+LOCAL_KUBECTL = ROOT / ".tools" / "bin" / "kubectl"
 KUBERNETES_VERSION = "1.32"
 SERVICES = {"ingest": 50051, "retrieve": 50052, "chat": 50053}
 
 
 def kustomize(directory: Path) -> list[dict[str, Any]]:
-    kubectl = shutil.which("kubectl")
+    kubectl = str(LOCAL_KUBECTL) if LOCAL_KUBECTL.exists() else shutil.which("kubectl")
     assert kubectl, "kubectl is not installed: run `make setup`"
     result = subprocess.run(
         [kubectl, "kustomize", str(directory)], capture_output=True, text=True, timeout=60, check=False
