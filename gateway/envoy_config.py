@@ -10,9 +10,12 @@ import json
 from dataclasses import dataclass, field
 from importlib import resources
 from string import Template
+from typing import Any
+from urllib.parse import urlsplit
 
 from secondbrain.config import Settings
 from secondbrain.errors import ConfigError
+from secondbrain.service.tracing import otlp_traces_endpoint
 
 TEMPLATE = "envoy.yaml.template"
 # A stream silent this long in both directions is stalled: a slow model still sends a token within it.
@@ -49,6 +52,8 @@ class GatewayLayout:
     shim: Upstream
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     trusted_proxy_hops: int = 0
+    # OTLP/HTTP traces endpoint (a whole URL): Envoy reports a span per request there, as the services do.
+    trace_endpoint: str | None = None
 
 
 def local_layout(settings: Settings, *, listen_port: int | None = None) -> GatewayLayout:
@@ -63,6 +68,7 @@ def local_layout(settings: Settings, *, listen_port: int | None = None) -> Gatew
         shim=Upstream.parse(settings.address_of("shim")),
         cors_origins=tuple(settings.cors_origins),
         trusted_proxy_hops=settings.trusted_proxy_hops,
+        trace_endpoint=otlp_traces_endpoint(),
     )
 
 
@@ -79,6 +85,7 @@ def kubernetes_layout(settings: Settings) -> GatewayLayout:
         shim=Upstream("shim", settings.shim_port),
         cors_origins=tuple(settings.cors_origins),
         trusted_proxy_hops=settings.trusted_proxy_hops,
+        trace_endpoint=otlp_traces_endpoint(),
     )
 
 
@@ -87,6 +94,63 @@ def _reachable(upstream: Upstream) -> Upstream:
     if upstream.host in ("0.0.0.0", "::"):
         return Upstream("127.0.0.1", upstream.port)
     return upstream
+
+
+TRACE_COLLECTOR = "trace_collector"
+# Envoy sends its spans this often (its default is 5 s), or sooner once it holds 5.
+TRACE_FLUSH_MILLISECONDS = 1000
+
+
+def _tracing(endpoint: str | None) -> dict[str, str]:
+    """The template's tracing parts, as YAML flow mappings (JSON): none when `endpoint` is None; else the OpenTelemetry
+    tracer reporting to `endpoint`, the cluster that reaches it, and the runtime setting for its flush interval."""
+    if endpoint is None:
+        return {"tracing": "", "trace_collector_cluster": "", "layered_runtime": ""}
+    url = urlsplit(endpoint)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ConfigError(f"the OTLP endpoint {endpoint!r} is not an http(s) URL (OTEL_EXPORTER_OTLP_ENDPOINT)")
+    tracer = {
+        "provider": {
+            "name": "envoy.tracers.opentelemetry",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig",
+                "http_service": {"http_uri": {"uri": endpoint, "cluster": TRACE_COLLECTOR, "timeout": "2s"}},
+                "service_name": "secondbrain-envoy",
+            },
+        }
+    }
+    address = {
+        "socket_address": {"address": url.hostname, "port_value": url.port or (443 if url.scheme == "https" else 80)}
+    }
+    cluster: dict[str, Any] = {
+        "name": TRACE_COLLECTOR,
+        "type": "STRICT_DNS",
+        "connect_timeout": "2s",
+        "dns_lookup_family": "V4_PREFERRED",
+        "load_assignment": {
+            "cluster_name": TRACE_COLLECTOR,
+            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": address}}]}],
+        },
+    }
+    if url.scheme == "https":
+        cluster["transport_socket"] = {
+            "name": "envoy.transport_sockets.tls",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+                "sni": url.hostname,
+            },
+        }
+    runtime = {
+        "layers": [
+            {"name": "static", "static_layer": {"tracing.opentelemetry.flush_interval_ms": TRACE_FLUSH_MILLISECONDS}},
+            {"name": "admin", "admin_layer": {}},
+        ]
+    }
+    return {
+        "tracing": f"tracing: {json.dumps(tracer)}",
+        "trace_collector_cluster": f"- {json.dumps(cluster)}",
+        "layered_runtime": f"layered_runtime: {json.dumps(runtime)}",
+    }
 
 
 def render(layout: GatewayLayout) -> str:
@@ -100,9 +164,11 @@ def render(layout: GatewayLayout) -> str:
         "unary_timeout": f"{UNARY_TIMEOUT_SECONDS}s",
         "cors_origins": json.dumps([{"exact": origin} for origin in layout.cors_origins]),
         "trusted_proxy_hops": layout.trusted_proxy_hops,
+        **_tracing(layout.trace_endpoint),
     }
     for name in ("ingest", "retrieve", "chat", "shim"):
         upstream: Upstream = getattr(layout, name)
         values[f"{name}_host"] = json.dumps(_reachable(upstream).host)
         values[f"{name}_port"] = upstream.port
-    return template.substitute(values)
+    # An optional part left out leaves its line blank.
+    return "\n".join(line.rstrip() for line in template.substitute(values).splitlines()) + "\n"

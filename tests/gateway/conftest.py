@@ -52,8 +52,9 @@ class Gateway:
             "chat": self.chat.chat_address,
         }
 
-    async def start(self, *, envoy: bool = True) -> None:
-        """(Re)start ingest, the shim and Envoy with the environment's current configuration."""
+    async def start(self, *, envoy: bool = True, trace_endpoint: str | None = None) -> None:
+        """(Re)start ingest, the shim and Envoy with the environment's current configuration; Envoy reports spans
+        to `trace_endpoint` when one is given."""
         await self.stop()
         config = load_config()
         ingestor = build_ingestor(config, self.chat.db, self.chat.retrieve_env())
@@ -71,6 +72,7 @@ class Gateway:
                 chat=Upstream.parse(self.chat.chat_address),
                 shim=Upstream("127.0.0.1", self.shim.port),
                 cors_origins=(ALLOWED_ORIGIN,),
+                trace_endpoint=trace_endpoint,
             )
             self.envoy = await Envoy.start(render(layout), self.workdir)
 

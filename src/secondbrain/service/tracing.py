@@ -22,9 +22,19 @@ log = logging.getLogger(__name__)
 _tracer = trace.get_tracer("secondbrain")
 
 
+def otlp_traces_endpoint() -> str | None:
+    """Where spans go over OTLP/HTTP, by OpenTelemetry's variables (the traces one whole, the general one plus
+    /v1/traces), or None when tracing is off. Envoy is pointed at the same place."""
+    if endpoint := os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        return endpoint
+    if endpoint := os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        return endpoint.rstrip("/") + "/v1/traces"
+    return None
+
+
 def configure_tracing(service: str) -> bool:
     """Export this process's spans when an OTLP endpoint is configured; returns whether tracing is on."""
-    if not (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+    if otlp_traces_endpoint() is None:
         return False
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
