@@ -14,12 +14,13 @@ import logging
 import os
 import socket
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
+import asyncpg
 import numpy as np
 
 from secondbrain.config import EmbeddingSection, IngestSection, load_vault_config
@@ -98,6 +99,12 @@ class FileDone:
     error: str = ""
     warnings: tuple[str, ...] = ()
     embedded: int = 0
+    # Already recorded on its queue row, in the transaction that stored the note.
+    recorded: bool = False
+
+
+# Records a file's outcome on its queue row, on the connection (and in the transaction) it is given.
+Recorder = Callable[[asyncpg.Connection, FileDone], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -262,9 +269,14 @@ class Ingestor:
             ],
         )
 
-    async def _write(self, prepared: _Prepared) -> None:
-        async with self.db.pool.acquire() as connection:
+    async def _write(
+        self, prepared: _Prepared, also: Callable[[asyncpg.Connection], Awaitable[None]] | None = None
+    ) -> None:
+        """Store a prepared note; `also` runs in the same transaction, so both happen or neither."""
+        async with self.db.pool.acquire() as connection, connection.transaction():
             await store.write_note(connection, self._row(prepared))
+            if also is not None:
+                await also(connection)
 
     # Model -------------------------------------------------------------------------------------------------------
 
@@ -433,20 +445,25 @@ class Ingestor:
             files.append(VaultFile(item.path, absolute, stat.st_size, stat.st_mtime))
         async with self.db.pool.acquire() as connection:
             index = await store.fetch_files(connection, [file.path for file in files])
-        async for event in self._sync_files(files, index, Totals(), force):
-            async with self.db.pool.acquire() as connection:
-                kept = await store.finish_item(
-                    connection,
-                    by_path[event.path].id,
-                    self.worker_name,
-                    event.outcome.value,
-                    event.chunks,
-                    event.embedded,
-                    event.error,
-                    list(event.warnings),
-                )
+
+        async def record(connection: asyncpg.Connection, event: FileDone) -> None:
+            kept = await store.finish_item(
+                connection,
+                by_path[event.path].id,
+                self.worker_name,
+                event.outcome.value,
+                event.chunks,
+                event.embedded,
+                event.error,
+                list(event.warnings),
+            )
             if not kept:
                 log.warning("a queued file's claim was taken over before it finished", extra={"path": event.path})
+
+        async for event in self._sync_files(files, index, Totals(), force, record):
+            if not event.recorded:
+                async with self.db.pool.acquire() as connection:
+                    await record(connection, event)
             finished += 1
         return finished
 
@@ -455,7 +472,12 @@ class Ingestor:
             await store.finish_run(connection, run_id, status, asdict(totals))
 
     async def _sync_files(
-        self, files: Sequence[VaultFile], index: dict[str, store.IndexedFile], totals: Totals, force: bool
+        self,
+        files: Sequence[VaultFile],
+        index: dict[str, store.IndexedFile],
+        totals: Totals,
+        force: bool,
+        record: Recorder,
     ) -> AsyncIterator[FileDone]:
         group: list[_Prepared] = []
         in_flight: tuple[list[_Prepared], asyncio.Task[int]] | None = None
@@ -498,33 +520,32 @@ class Ingestor:
                     previous, in_flight = in_flight, (group, asyncio.create_task(self._embed(group)))
                     group = []
                     if previous is not None:
-                        async for event in self._write_group(*previous, totals):
+                        async for event in self._write_group(*previous, totals, record):
                             yield event
             if group:
                 previous, in_flight = in_flight, (group, asyncio.create_task(self._embed(group)))
                 if previous is not None:
-                    async for event in self._write_group(*previous, totals):
+                    async for event in self._write_group(*previous, totals, record):
                         yield event
             if in_flight is not None:
                 pending, in_flight = in_flight, None
-                async for event in self._write_group(*pending, totals):
+                async for event in self._write_group(*pending, totals, record):
                     yield event
         finally:
             if in_flight is not None:
                 in_flight[1].cancel()
 
     async def _write_group(
-        self, group: list[_Prepared], embedding: asyncio.Task[int], totals: Totals
+        self, group: list[_Prepared], embedding: asyncio.Task[int], totals: Totals, record: Recorder
     ) -> AsyncIterator[FileDone]:
         totals.chunks_embedded += await embedding
         for prepared in group:
-            await self._write(prepared)
             if prepared.embed_error:
                 outcome, error = Outcome.FAILED, f"stored but not embedded: {prepared.embed_error}"
             else:
                 outcome, error = (Outcome.ADDED if prepared.is_new else Outcome.UPDATED), ""
             totals.count(outcome)
-            yield FileDone(
+            event = FileDone(
                 prepared.note.path,
                 outcome,
                 len(prepared.chunks),
@@ -532,7 +553,12 @@ class Ingestor:
                 error,
                 tuple(prepared.warnings),
                 prepared.embedded,
+                recorded=True,
             )
+            # The note and its queue row's outcome in one transaction: a worker killed between the two would leave
+            # a note stored that no sync counts as written.
+            await self._write(prepared, lambda connection, event=event: record(connection, event))
+            yield event
 
     # One note ----------------------------------------------------------------------------------------------------
 

@@ -96,3 +96,35 @@ async def test_a_claim_whose_worker_died_is_taken_over_after_its_lease(shared: S
         row = await connection.fetchrow("SELECT state, outcome, claims FROM ingest_queue")
         assert not await store.finish_item(connection, taken[0].id, "dead-worker", "added", 1, 1, "", [])
     assert (row["state"], row["outcome"], row["claims"]) == ("done", "added", 2)
+
+
+async def test_a_note_is_stored_with_its_queue_outcome_or_not_at_all(
+    shared: Shared, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that dies after storing a note but before recording it would leave a note no sync counts as
+    written; the two are one transaction, so dying in between leaves neither."""
+    shared.vault.write("Atomic.md", "# Atomic\n\nStored together with its outcome, or not at all.\n")
+    worker = shared.worker()
+    async with shared.db.pool.acquire() as connection:
+        run_id = await store.start_run(connection, str(shared.vault.root))
+        await store.enqueue(connection, run_id, str(shared.vault.root), False, ["Atomic.md"])
+        claimed = await store.claim(connection, worker.worker_name, 10, 600.0)
+
+    async def dies(*args: object) -> bool:
+        raise ConnectionResetError("the worker died")
+
+    monkeypatch.setattr(store, "finish_item", dies)
+    with pytest.raises(ConnectionResetError):
+        await worker._process_claimed(claimed, False)
+    async with shared.db.pool.acquire() as connection:
+        assert await connection.fetchval("SELECT count(*) FROM vault_files") == 0, "the note went with its outcome"
+        assert await connection.fetchval("SELECT state FROM ingest_queue") == "claimed"
+    monkeypatch.undo()
+    # Another worker takes the claim over and does both.
+    another = shared.worker()
+    async with shared.db.pool.acquire() as connection:
+        taken = await store.claim(connection, another.worker_name, 10, 0.0)
+    assert await another._process_claimed(taken, False) == 1
+    async with shared.db.pool.acquire() as connection:
+        assert await connection.fetchval("SELECT count(*) FROM vault_files WHERE path = 'Atomic.md'") == 1
+        assert await connection.fetchval("SELECT outcome FROM ingest_queue") == "added"

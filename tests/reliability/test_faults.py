@@ -142,8 +142,8 @@ async def test_ingest_killed_mid_sync_leaves_every_note_whole_and_the_next_sync_
         chunks = await connection.fetchval("SELECT count(*) FROM vault_chunks")
         assert notes == NOTES + 30 == totals.files_seen
         assert await connection.fetchval("SELECT count(*) FROM vault_chunks WHERE content LIKE '%versionone%'") == 0
-        # Each note's new version was written (embedded) once across the killed sync and the next one. A note the
-        # killed worker stored but could not record (it died between the two) is found unchanged, not re-embedded.
+        # Each note's new version was written (embedded) exactly once across the killed sync and the next one, and
+        # counted where it was written: a note and its queue row's outcome are stored in one transaction.
         writes = await connection.fetch(
             """SELECT path, count(*) FILTER (WHERE outcome IN ('added', 'updated')) AS writes,
                       sum(embedded) AS embedded
@@ -151,9 +151,10 @@ async def test_ingest_killed_mid_sync_leaves_every_note_whole_and_the_next_sync_
             last_run,
         )
         stored_before = {path for path, version in versions.items() if version == "versiontwo"}
-        assert all(row["writes"] <= 1 for row in writes), [r["path"] for r in writes if r["writes"] > 1]
-        assert {row["path"] for row in writes if row["writes"] == 0} <= stored_before
-        assert sum(row["embedded"] for row in writes) <= chunks
+        assert len(writes) == NOTES + 30
+        assert all(row["writes"] == 1 for row in writes), [(r["path"], r["writes"]) for r in writes if r["writes"] != 1]
+        assert sum(row["embedded"] for row in writes) == chunks, "every chunk embedded once: none twice, none unseen"
+        assert totals.updated + totals.added == NOTES + 30 - len(stored_before)
         record_property(
             "figures",
             f"killed after {sum(1 for e in killed if e.HasField('file'))} files: {len(stored_before)} of "
