@@ -389,12 +389,16 @@ class Ingestor:
             await store.enqueue(connection, run_id, str(root), force, changed)
         helping = asyncio.create_task(self.work(run_id))
         after, remaining, idle_since = 0, len(changed), time.monotonic()
+        reported: set[str] = set()
+        rescanned = idle_since
         try:
             while remaining:
                 async with self.db.pool.acquire() as connection:
                     finished = await store.finished_since(connection, run_id, after)
+                finished = [item for item in finished if item.path not in reported]
                 for item in finished:
-                    after, remaining = item.done_seq, remaining - 1
+                    reported.add(item.path)
+                    after, remaining = max(after, item.done_seq), remaining - 1
                     outcome = Outcome(item.outcome)
                     totals.count(outcome)
                     totals.chunks_embedded += item.embedded
@@ -404,6 +408,10 @@ class Ingestor:
                 if finished:
                     idle_since = time.monotonic()
                     continue
+                if time.monotonic() - max(idle_since, rescanned) > 1.0:
+                    # Once a quiet second, read the whole run again: a row can commit after one with a later
+                    # done_seq (two workers finishing at once), below the mark this follower has passed.
+                    after, rescanned = 0, time.monotonic()
                 if helping.done():
                     helping.result()  # this process's own work failing ends the sync with its error
                     if time.monotonic() - idle_since > 1.0:

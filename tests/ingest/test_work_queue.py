@@ -128,3 +128,37 @@ async def test_a_note_is_stored_with_its_queue_outcome_or_not_at_all(
     async with shared.db.pool.acquire() as connection:
         assert await connection.fetchval("SELECT count(*) FROM vault_files WHERE path = 'Atomic.md'") == 1
         assert await connection.fetchval("SELECT outcome FROM ingest_queue") == "added"
+
+
+async def test_a_file_finished_out_of_order_is_still_reported(shared: Shared, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two workers finishing at once can commit in the other order than their done_seq: the sync still reports
+    (and waits for) both."""
+    for name in ("First.md", "Second.md"):
+        shared.vault.write(name, f"# {name}\n\nA note.\n")
+    follower = shared.worker()
+
+    async def no_work(run_id: int | None = None) -> int:
+        return 0  # the test plays the other workers
+
+    monkeypatch.setattr(follower, "work", no_work)
+    events: list[object] = []
+
+    async def follow() -> None:
+        async for event in follower.sync(shared.vault.root):
+            events.append(event)
+
+    following = asyncio.create_task(follow())
+    async with shared.db.pool.acquire() as early, shared.db.pool.acquire() as late:
+        for _ in range(100):  # until the sync has queued its files
+            if claimed := await store.claim(early, "other", 10, 600.0):
+                break
+            await asyncio.sleep(0.05)
+        first, second = sorted(claimed, key=lambda item: item.path)
+        async with early.transaction():  # takes the lower done_seq, commits last
+            await store.finish_item(early, first.id, "other", "added", 1, 1, "", [])
+            await store.finish_item(late, second.id, "other", "added", 1, 1, "", [])
+            await asyncio.sleep(0.5)  # the follower sees the second, and moves its mark past the first
+    await asyncio.wait_for(following, timeout=10)
+    done = [e for e in events if isinstance(e, FileDone)]
+    assert sorted(e.path for e in done) == ["First.md", "Second.md"]
+    assert isinstance(events[-1], SyncFinished)
