@@ -117,12 +117,15 @@ class Passes:
         self.release = threading.Event()
         self.release.set()
         self.failure: Exception | None = None
+        self.poison = ""  # a text the model fails on, whatever else is in its pass
 
     def __call__(self, texts: list[str], **options: object) -> np.ndarray:
         self.sizes.append(len(texts))
         self.release.wait(10)
         if self.failure is not None:
             raise self.failure
+        if self.poison in texts:
+            raise ValueError("the model cannot read this text")
         return self.encode(texts, **options)
 
 
@@ -168,6 +171,30 @@ async def test_a_failed_pass_fails_its_callers_and_the_next_pass_runs(
         await local_embedder.embed_query(QUESTIONS[0])
     passes.failure = None
     assert (await local_embedder.embed_query(QUESTIONS[0])).shape == (384,)
+
+
+async def test_a_text_the_model_fails_on_fails_only_its_own_caller(
+    local_embedder: LocalEmbedder, passes: Passes
+) -> None:
+    passes.poison = QUESTIONS[1]
+    results = await asyncio.gather(*(local_embedder.embed_query(q) for q in QUESTIONS[:3]), return_exceptions=True)
+    assert isinstance(results[1], ValueError)
+    assert results[0].shape == results[2].shape == (384,)  # type: ignore[union-attr]
+    assert passes.sizes == [3, 1, 1, 1], "the shared pass failed, so each went again alone"
+
+
+async def test_callers_are_not_left_waiting_when_the_encoding_task_is_cancelled(
+    local_embedder: LocalEmbedder, passes: Passes
+) -> None:
+    passes.release.clear()
+    asked = asyncio.create_task(local_embedder.embed_query(QUESTIONS[0]))
+    await asyncio.sleep(0.05)
+    assert local_embedder._encoding is not None
+    local_embedder._encoding.cancel()  # as when its event loop shuts down
+    passes.release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(asked, timeout=5)
+    assert (await local_embedder.embed_query(QUESTIONS[0])).shape == (384,), "the next call starts a new pass"
 
 
 def test_importing_and_creating_the_embedder_loads_no_model() -> None:

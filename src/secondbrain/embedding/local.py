@@ -146,10 +146,13 @@ class LocalEmbedder(Embedder):
     async def _encode(self, model: SentenceTransformer, texts: list[str]) -> np.ndarray:
         """The vectors for `texts` (at most a batch), from the next pass of the model that has room for them."""
         loop = asyncio.get_running_loop()
+        if self._encoding is not None and self._encoding.get_loop() is not loop:
+            # Requests of an earlier event loop (one a test closed) can never be answered from this one.
+            self._waiting.clear()
+            self._encoding = None
         request = _Request(texts, loop.create_future())
         self._waiting.append(request)
-        # One encoding task per event loop (a test's loop may have closed under an earlier one).
-        if self._encoding is None or self._encoding.done() or self._encoding.get_loop() is not loop:
+        if self._encoding is None or self._encoding.done():
             self._encoding = loop.create_task(self._encode_waiting(model))
         return await request.vectors
 
@@ -164,27 +167,39 @@ class LocalEmbedder(Embedder):
                 if not request.vectors.done():
                     batch.append(request)
                     size += len(request.texts)
-            if not batch:
-                continue
             try:
-                vectors = await asyncio.to_thread(
-                    model.encode,
-                    [text for request in batch for text in request.texts],
-                    batch_size=self.batch_size,
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
-            except Exception as error:  # every request of the pass gets the failure; the next pass is tried anew
+                await self._pass(model, batch)
+            finally:
+                # However the pass ended (this task cancelled with its loop, say), no caller is left waiting on it.
                 for request in batch:
                     if not request.vectors.done():
-                        request.vectors.set_exception(error)
-                continue
-            offset = 0
-            for request in batch:
-                if not request.vectors.done():
-                    request.vectors.set_result(vectors[offset : offset + len(request.texts)])
-                offset += len(request.texts)
+                        request.vectors.cancel()
+
+    async def _pass(self, model: SentenceTransformer, batch: list[_Request]) -> None:
+        if not batch:
+            return
+        try:
+            vectors = await asyncio.to_thread(
+                model.encode,
+                [text for request in batch for text in request.texts],
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        except Exception as error:
+            if len(batch) > 1:
+                # One request's texts may be at fault: each alone, so only its own caller gets the failure.
+                for request in batch:
+                    await self._pass(model, [request])
+            elif not batch[0].vectors.done():
+                batch[0].vectors.set_exception(error)
+            return
+        offset = 0
+        for request in batch:
+            if not request.vectors.done():
+                request.vectors.set_result(vectors[offset : offset + len(request.texts)])
+            offset += len(request.texts)
 
     async def aclose(self) -> None:
         """Drop the model (about 90 MB); a later call loads it again."""
