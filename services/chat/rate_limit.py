@@ -67,11 +67,12 @@ class RateLimiter:
 
 def client_of(context: grpc.aio.ServicerContext, trusted_hops: int = 0) -> str:
     """The address a request came from: the `x-forwarded-for` hop `trusted_hops` before the last when a proxy set
-    one (the first, when there are fewer), else the peer."""
+    one, else the peer. With fewer hops than that, the request did not come through the trusted proxies, and the
+    last hop (the address Envoy saw) is the one to believe, as Envoy itself does."""
     for key, value in context.invocation_metadata() or ():
         if key == "x-forwarded-for" and value.strip():
             hops = [hop.strip() for hop in value.split(",")]
-            return hops[max(0, len(hops) - 1 - trusted_hops)]
+            return hops[-1 - trusted_hops] if len(hops) > trusted_hops else hops[-1]
     peer = context.peer() or "unknown"
     # "ipv4:127.0.0.1:5555" / "ipv6:[::1]:5555": the address without the port.
     address = peer.split(":", 1)[-1]

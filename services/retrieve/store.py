@@ -85,6 +85,8 @@ def _hybrid_sql(dimension: int | None, filters: Filters, constrained: bool) -> t
         else ""
     )
     lexical_restrict = "AND chunk_id IN (SELECT id FROM allowed)" if restrict else ""
+    # A section's length counts only the chunks whose postings were read, as its term frequencies do.
+    section_restrict = "AND c.id IN (SELECT id FROM allowed)" if restrict else ""
     vector_cte = "vector_ranked AS (SELECT NULL::bigint AS chunk_id, NULL::bigint AS rank WHERE false)"
     if dimension is not None:
         vector = f"c.embedding::vector({dimension})"
@@ -140,7 +142,7 @@ def _hybrid_sql(dimension: int | None, filters: Filters, constrained: bool) -> t
         ),
         section_chunks AS (
             SELECT c.id, c.file_id, c.heading_path, c.lexeme_count FROM vault_chunks c
-            WHERE (c.file_id, c.heading_path) IN (SELECT file_id, heading_path FROM top_chunks)
+            WHERE (c.file_id, c.heading_path) IN (SELECT file_id, heading_path FROM top_chunks) {section_restrict}
         ),
         section_lengths AS (
             SELECT file_id, heading_path, sum(lexeme_count) AS length FROM section_chunks GROUP BY file_id, heading_path

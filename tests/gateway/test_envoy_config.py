@@ -133,3 +133,40 @@ def test_a_bad_upstream_address_names_itself() -> None:
     with pytest.raises(ConfigError, match="'chat' is not host:port"):
         Upstream.parse("chat")
     assert Upstream.parse("[::1]:50053") == Upstream("::1", 50053)
+
+
+def test_with_an_otlp_endpoint_envoy_reports_spans_there_checking_https_and_sending_the_headers(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector.example.com")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20s3cret, x-team=notes")
+    text = render(local_layout(Settings()))
+    config = yaml.safe_load(text)
+    manager = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    service = manager["tracing"]["provider"]["typed_config"]["http_service"]
+    assert service["http_uri"]["uri"] == "https://collector.example.com/v1/traces"
+    sent = {h["header"]["key"]: h["header"]["value"] for h in service["request_headers_to_add"]}
+    assert sent == {"authorization": "Bearer s3cret", "x-team": "notes"}
+    (collector,) = [c for c in config["static_resources"]["clusters"] if c["name"] == "trace_collector"]
+    tls = collector["transport_socket"]["typed_config"]
+    assert tls["sni"] == "collector.example.com"
+    assert tls["common_tls_context"]["validation_context"]["trusted_ca"]["filename"].endswith(".crt")
+    path = tmp_path / "envoy.yaml"
+    path.write_text(text)
+    validate(path)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+    assert (
+        "tracing"
+        not in yaml.safe_load(render(local_layout(Settings())))["static_resources"]["listeners"][0]["filter_chains"][0][
+            "filters"
+        ][0]["typed_config"]
+    ), "no endpoint, no tracer"
+
+
+@pytest.mark.parametrize("endpoint", ["collector:4318", "http://collector:port", "ftp://collector"])
+def test_an_otlp_endpoint_that_is_not_an_http_url_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch, endpoint: str
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint)
+    with pytest.raises(ConfigError, match="not an http"):
+        render(local_layout(Settings()))

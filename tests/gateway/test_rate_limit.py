@@ -80,7 +80,9 @@ def test_the_client_is_the_hop_the_outermost_trusted_proxy_saw() -> None:
     chain = Metadata("1.1.1.1, 2.2.2.2, 3.3.3.3")
     assert client_of(chain) == "3.3.3.3"  # type: ignore[arg-type]
     assert client_of(chain, 1) == "2.2.2.2"  # type: ignore[arg-type]
-    assert client_of(chain, 5) == "1.1.1.1", "fewer hops than trusted: the first"  # type: ignore[arg-type]
+    assert client_of(chain, 2) == "1.1.1.1"  # type: ignore[arg-type]
+    # Fewer hops than trusted: not through the proxies, so the address Envoy saw.
+    assert client_of(chain, 3) == "3.3.3.3"  # type: ignore[arg-type]
     assert client_of(Metadata(None, "ipv6:[::1]:4444")) == "::1"  # type: ignore[arg-type]
 
 

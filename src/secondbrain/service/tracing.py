@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator, Mapping, MutableMapping
+from urllib.parse import unquote
 
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
@@ -30,6 +31,14 @@ def otlp_traces_endpoint() -> str | None:
     if endpoint := os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
         return endpoint.rstrip("/") + "/v1/traces"
     return None
+
+
+def otlp_headers() -> dict[str, str]:
+    """Headers for the collector (authentication, say), by OpenTelemetry's variables: `key=value` pairs, comma
+    separated, values percent-encoded; the traces variable wins."""
+    raw = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or os.environ.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
+    pairs = (pair.partition("=") for pair in raw.split(",") if "=" in pair)
+    return {unquote(key.strip()): unquote(value.strip()) for key, _, value in pairs if key.strip()}
 
 
 def configure_tracing(service: str) -> bool:
