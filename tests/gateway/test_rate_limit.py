@@ -10,12 +10,18 @@ from secondbrain.errors import ResourceExhausted
 from tests.gateway.conftest import Gateway
 
 
+async def restart_with(gateway: Gateway, monkeypatch: pytest.MonkeyPatch, **settings: str) -> None:
+    """Chat, the shim and Envoy started again with these SECONDBRAIN_ settings."""
+    for name, value in settings.items():
+        monkeypatch.setenv(f"SECONDBRAIN_{name.upper()}", value)
+    await gateway.chat.start_chat()
+    await gateway.start()
+
+
 async def test_questions_over_the_limit_get_429_saying_when_to_retry(
     gateway: Gateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SECONDBRAIN_CHAT_MESSAGES_PER_MINUTE", "2")
-    await gateway.chat.start_chat()
-    await gateway.start()
+    await restart_with(gateway, monkeypatch, chat_messages_per_minute="2")
     client = gateway.client(gateway.envoy_url)
     conversation = (await client.post("/api/chat/conversations", json={})).json()["conversation"]["id"]
     path = f"/api/chat/conversations/{conversation}/messages"
@@ -43,9 +49,7 @@ async def ask(gateway: Gateway, forwarded_for: str) -> int:
 async def test_a_forged_forwarded_for_does_not_make_a_new_client(
     gateway: Gateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SECONDBRAIN_CHAT_MESSAGES_PER_MINUTE", "1")
-    await gateway.chat.start_chat()
-    await gateway.start()
+    await restart_with(gateway, monkeypatch, chat_messages_per_minute="1")
     assert await ask(gateway, "203.0.113.7") == 200
     assert await ask(gateway, "198.51.100.9") == 429, "Envoy trusts no hop in front of it: the client is its peer"
 
@@ -53,10 +57,7 @@ async def test_a_forged_forwarded_for_does_not_make_a_new_client(
 async def test_behind_a_trusted_proxy_clients_are_told_apart_by_what_it_saw(
     gateway: Gateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SECONDBRAIN_CHAT_MESSAGES_PER_MINUTE", "1")
-    monkeypatch.setenv("SECONDBRAIN_TRUSTED_PROXY_HOPS", "1")
-    await gateway.chat.start_chat()
-    await gateway.start()
+    await restart_with(gateway, monkeypatch, chat_messages_per_minute="1", trusted_proxy_hops="1")
     # As a load balancer would send them: the client it saw, after whatever the client claimed.
     assert await ask(gateway, "203.0.113.7") == 200
     assert await ask(gateway, "198.51.100.9") == 200
