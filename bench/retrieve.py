@@ -25,6 +25,7 @@ from bench.report import table, write_section
 from secondbrain.config import Config, EmbeddingSection, load_config
 from secondbrain.db import Database
 from secondbrain.embedding import create_embedder
+from secondbrain.embedding.base import Embedder
 from secondbrain.ingest import store as ingest_store
 from secondbrain.retrieve import store
 from secondbrain.retrieve.filters import Filters
@@ -102,6 +103,16 @@ async def time_sql(db: Database, queries: list[str], vectors: list[np.ndarray]) 
     return percentiles(samples[len(queries) :])
 
 
+async def time_embedding(embedder: Embedder, queries: list[str]) -> tuple[list[np.ndarray], float]:
+    """The queries' vectors, and the p50 of embedding one (the second of two passes)."""
+    samples, vectors = [], []
+    for query in queries * 2:
+        started = time.perf_counter()
+        vectors.append(await embedder.embed_query(query))
+        samples.append((time.perf_counter() - started) * 1000)
+    return vectors[: len(queries)], percentiles(samples[len(queries) :])[0]
+
+
 async def explain(db: Database, query: str, vector: np.ndarray) -> str:
     sql, _ = store._hybrid_sql(DIMENSION, Filters(), False)
     async with db.pool.acquire() as connection, connection.transaction():
@@ -146,13 +157,14 @@ async def main(sizes: list[int]) -> None:
                 started = time.perf_counter()
                 queries = await load(db, size)
                 load_seconds = time.perf_counter() - started
-                vectors = [await embedder.embed_query(q) for q in queries]
+                vectors, embed_p50 = await time_embedding(embedder, queries)
                 sql_p50, sql_p95 = await time_sql(db, queries, vectors)
                 service_p50, service_p95 = await time_service(config, db, queries)
                 async with db.pool.acquire() as connection:
                     postings = await connection.fetchval("SELECT count(*) FROM chunk_postings")
                 rows.append([f"{size:,}", f"{postings:,}", f"{load_seconds:.0f} s", f"{sql_p50:.1f}", f"{sql_p95:.1f}",
-                             f"{service_p50:.1f}", f"{service_p95:.1f}", f"{service_p50 / sql_p50:.2f}x"])  # fmt: skip
+                             f"{embed_p50:.1f}", f"{service_p50:.1f}", f"{service_p95:.1f}",
+                             f"{service_p50 / sql_p50:.2f}x"])  # fmt: skip
                 plans.append((size, await explain(db, queries[0], vectors[0])))
             finally:
                 await db.close()
@@ -169,6 +181,7 @@ async def main(sizes: list[int]) -> None:
                 "load",
                 "SQL p50 ms",
                 "SQL p95 ms",
+                "query embedding p50 ms",
                 "Retrieve p50 ms",
                 "Retrieve p95 ms",
                 "Retrieve/SQL p50",
@@ -176,9 +189,9 @@ async def main(sizes: list[int]) -> None:
             rows,
         ),
         "",
-        "Targets: SQL p50 under 30 ms at 100,000 chunks; Retrieve p50 under 2x the SQL alone. The second is not met: "
-        "embedding the query with the local MiniLM costs about 14 ms on these 2 cores whatever the index size, most "
-        "of the difference (the rest: gRPC, neighbour expansion, passages).",
+        "Targets: SQL p50 under 30 ms at 100,000 chunks; Retrieve p50 under 2x the SQL alone. Where the second is "
+        "missed, embedding the query with the local MiniLM (its own column, the same whatever the index size) is most "
+        "of the difference; the rest is gRPC, neighbour expansion and passages.",
     ]
     for size, plan in plans:
         body += ["", f"`EXPLAIN ANALYZE` of the hybrid statement at {size:,} chunks (vector literal elided):", "",
