@@ -39,7 +39,14 @@ from secondbrain.ingest.chunker import Chunk, ChunkBudget, chunk_note
 from secondbrain.ingest.enrich import Contextualizer
 from secondbrain.ingest.note import ParsedNote, parse_note
 from secondbrain.ingest.personas import read_personas
-from secondbrain.ingest.vault_walk import VaultFile, is_note_path, read_note_text, walk_vault
+from secondbrain.ingest.vault_walk import (
+    VaultFile,
+    is_note_path,
+    note_path,
+    path_length_problem,
+    read_note_text,
+    walk_vault,
+)
 from secondbrain.service.observe import INGEST_CHUNKS_EMBEDDED, INGEST_FILES
 
 log = logging.getLogger(__name__)
@@ -328,10 +335,12 @@ class Ingestor:
             if await store.ensure_text_search_config(connection, vault_config.search.text_search_config):
                 log.info("text search configuration changed; keyword index rebuilt")
         files, skipped = await asyncio.to_thread(walk_vault, root, ingest.ignore, ingest.max_file_bytes)
+        personas, bad_personas = await asyncio.to_thread(read_personas, root)
+        skipped = sorted([*skipped, *bad_personas], key=lambda item: item.path)
         model = await self.model()
         reembed = await self._ensure_model(model)
         async with self.db.pool.acquire() as connection:
-            index = await store.fetch_index(connection)
+            index = await self._respell(connection, await store.fetch_index(connection))
             run_id = await store.start_run(connection, str(root))
         totals = Totals(files_seen=len(files) + len(skipped))
         yield SyncStarted(str(root), totals.files_seen, model, reembed)
@@ -339,19 +348,24 @@ class Ingestor:
         try:
             async for event in self._sync_through_queue(run_id, root, files, index, totals, force):
                 yield event
+            listed = {file.path for file in files}
             for item in skipped:
-                async with self.db.pool.acquire() as connection:
-                    await store.mark_failed(connection, item.path, item.reason, 0, datetime.now(UTC))
+                # Recorded unless that would fail the sync or overwrite a note: a path too long to be a key (one
+                # stored before the limit is marked, so its old version stays, saying why) or the other spelling of
+                # a listed note.
+                recordable = item.path in index or not path_length_problem(item.path)
+                if recordable and item.path not in listed:
+                    async with self.db.pool.acquire() as connection:
+                        await store.mark_failed(connection, item.path, item.reason, 0, datetime.now(UTC))
                 totals.count(Outcome.FAILED)
                 yield FileDone(item.path, Outcome.FAILED, 0, replace(totals), error=item.reason)
-            present = {f.path for f in files} | {s.path for s in skipped}
+            present = listed | {s.path for s in skipped} | {p.source for p in personas}
             gone = sorted(path for path in index if path not in present)
             for path in gone:
                 async with self.db.pool.acquire() as connection:
                     removed = await store.delete_notes(connection, [path])
                 totals.count(Outcome.DELETED)
                 yield FileDone(path, Outcome.DELETED, removed, replace(totals))
-            personas = await asyncio.to_thread(read_personas, root)
             async with self.db.pool.acquire() as connection:
                 await store.replace_vault_personas(connection, personas)
             status = "succeeded"
@@ -364,6 +378,17 @@ class Ingestor:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._finish_run(run_id, status, totals))
 
+    async def _respell(
+        self, connection: asyncpg.Connection, index: dict[str, store.IndexedFile]
+    ) -> dict[str, store.IndexedFile]:
+        """The index with every note stored under a path not in NFC (by a version before paths were normalised)
+        renamed to it, so the sync finds it unchanged instead of adding it again and deleting the old row."""
+        renames = {path: note_path(path) for path in index if note_path(path) != path}
+        if not renames:
+            return index
+        await store.rename_notes(connection, renames)
+        return await store.fetch_index(connection)
+
     async def _sync_through_queue(
         self,
         run_id: int,
@@ -375,18 +400,19 @@ class Ingestor:
     ) -> AsyncIterator[FileDone]:
         """Queue every file that may have changed, work on the queue with whichever other ingest processes are
         listening, and report each file as it is finished, whoever finished it."""
-        changed = []
+        # The queue holds the names on disk, which a worker opens; progress is reported under the notes' paths.
+        changed: dict[str, str] = {}
         for file in files:
             known = index.get(file.path)
             if not force and known is not None and known.looks_unchanged(file.size, file.mtime):
                 totals.count(Outcome.UNCHANGED)
                 yield FileDone(file.path, Outcome.UNCHANGED, 0, replace(totals))
             else:
-                changed.append(file.path)
+                changed[file.on_disk] = file.path
         if not changed:
             return
         async with self.db.pool.acquire() as connection:
-            await store.enqueue(connection, run_id, str(root), force, changed)
+            await store.enqueue(connection, run_id, str(root), force, list(changed))
         helping = asyncio.create_task(self.work(run_id))
         after, remaining, idle_since = 0, len(changed), time.monotonic()
         reported: set[str] = set()
@@ -403,7 +429,13 @@ class Ingestor:
                     totals.count(outcome)
                     totals.chunks_embedded += item.embedded
                     yield FileDone(
-                        item.path, outcome, item.chunks, replace(totals), item.error, item.warnings, item.embedded
+                        changed[item.path],
+                        outcome,
+                        item.chunks,
+                        replace(totals),
+                        item.error,
+                        item.warnings,
+                        item.embedded,
                     )
                 if finished:
                     idle_since = time.monotonic()
@@ -438,7 +470,8 @@ class Ingestor:
                     finished += await self._process_claimed(batch, force)
 
     async def _process_claimed(self, items: list[store.QueueItem], force: bool) -> int:
-        by_path = {item.path: item for item in items}
+        # A queued path is the name on disk (see _sync_through_queue); the note it holds goes by its NFC spelling.
+        by_path = {note_path(item.path): item for item in items}
         files, finished = [], 0
         for item in items:
             absolute = Path(item.vault_path) / item.path
@@ -450,7 +483,7 @@ class Ingestor:
                     await store.finish_item(connection, item.id, self.worker_name, "failed", 0, 0, reason, [])
                 finished += 1
                 continue
-            files.append(VaultFile(item.path, absolute, stat.st_size, stat.st_mtime))
+            files.append(VaultFile(note_path(item.path), absolute, stat.st_size, stat.st_mtime, on_disk=item.path))
         async with self.db.pool.acquire() as connection:
             index = await store.fetch_files(connection, [file.path for file in files])
 
@@ -572,11 +605,14 @@ class Ingestor:
 
     async def upsert(self, path: str, markdown: str) -> UpsertResult:
         """Index one note given as text, replacing any earlier version."""
+        path = note_path(path)
         if not is_note_path(path):
             raise InvalidInput(
                 f"{path!r} is not a note path: give a vault-relative path ending in .md, with '/' separators, "
                 "that does not start with '/' or climb out with '..'"
             )
+        if too_long := path_length_problem(path):
+            raise InvalidInput(too_long)
         size = len(markdown.encode("utf-8", errors="surrogatepass"))
         if size > self.ingest.max_file_bytes:
             raise ResourceExhausted(
@@ -609,6 +645,7 @@ class Ingestor:
         return UpsertResult(outcome, len(prepared.chunks), tuple(prepared.warnings))
 
     async def delete(self, path: str) -> int:
+        path = note_path(path)
         async with self.db.pool.acquire() as connection:
             if await store.fetch_file(connection, path) is None:
                 raise NotFound(f"no note at {path!r} in the index")
@@ -616,4 +653,4 @@ class Ingestor:
 
     async def status(self, include_files: bool = False, path_prefix: str = "") -> store.IndexStatus:
         async with self.db.pool.acquire() as connection:
-            return await store.index_status(connection, include_files, path_prefix)
+            return await store.index_status(connection, include_files, note_path(path_prefix))

@@ -230,6 +230,21 @@ async def delete_notes(connection: asyncpg.Connection, paths: Sequence[str]) -> 
     return int(chunks)
 
 
+async def rename_notes(connection: asyncpg.Connection, renames: dict[str, str]) -> None:
+    """Move each note at an old path to its new one, with its chunks and vectors; where a note is already at the new
+    path (or an earlier rename took it), the old one is deleted instead, so one note is left."""
+    pairs = list(renames.items())
+    async with connection.transaction():
+        await connection.executemany(
+            """
+            UPDATE vault_files SET path = $2, updated_at = now()
+            WHERE path = $1 AND NOT EXISTS (SELECT 1 FROM vault_files WHERE path = $2)
+            """,
+            pairs,
+        )
+        await connection.executemany("DELETE FROM vault_files WHERE path = $1", [(old,) for old, _ in pairs])
+
+
 async def current_model(connection: asyncpg.Connection) -> ModelRecord | None:
     row = await connection.fetchrow("SELECT provider, name, dimension FROM embedding_model")
     return None if row is None else ModelRecord(row["provider"], row["name"], row["dimension"])
@@ -295,8 +310,10 @@ class PersonaRow:
 
 
 async def replace_vault_personas(connection: asyncpg.Connection, personas: Sequence[PersonaRow]) -> None:
-    """Make the personas defined in the vault exactly `personas`; built-in ones (no source) are untouched."""
+    """Make the personas defined in the vault exactly `personas`; built-in ones (no source) are untouched. A file
+    that failed to read as a persona before is recorded as a failed file; now it reads, that record goes."""
     async with connection.transaction():
+        await connection.execute("DELETE FROM vault_files WHERE path = ANY($1)", [p.source for p in personas])
         await connection.execute(
             "DELETE FROM personas WHERE source <> '' AND NOT (id = ANY($1))", [p.id for p in personas]
         )

@@ -2,8 +2,9 @@
 
 A vault is a folder a person also uses with other tools, so the walk is defensive: it never leaves the vault
 through a symlink, never loops, never reads a file twice under two names, and reports every markdown file it
-will not index with a reason the person can act on. Paths are vault-relative POSIX strings because they are the
-notes' identity in the database and in citations, whatever the operating system.
+will not index with a reason the person can act on. Paths are vault-relative POSIX strings in Unicode NFC because
+they are the notes' identity in the database and in citations, whatever the operating system; every file read from
+the vault (notes and personas alike) is found and read by the rules here.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 import os
 import re
 import stat
+import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -22,16 +24,31 @@ DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _DRIVE_RE = re.compile(r"^[A-Za-z]:")
+# A note's path is the unique key of vault_files and half of ingest_queue's (run_id, path) key. A btree refuses a key
+# over about 2,700 bytes (a third of an 8 KB page), which would fail the insert and with it the whole sync. 1 KB is far
+# longer than any real note path and keeps every key well inside the limit, the on-disk spelling a sync queues too.
+MAX_PATH_BYTES = 1024
 
 
 @dataclass(frozen=True)
 class VaultFile:
-    """A note found by the walk."""
+    """A note found by the walk: `path` is its identity (NFC), `on_disk` the vault-relative name as the file system
+    spells it (macOS writes NFD), which is what is opened."""
 
     path: str
     absolute: Path
     size: int
     mtime: float
+    on_disk: str
+
+
+@dataclass(frozen=True)
+class SizeLimit:
+    """The largest file read, with what sets it and what to do about a larger one, for the reason a file is skipped."""
+
+    bytes: int
+    setting: str
+    advice: str
 
 
 @dataclass(frozen=True)
@@ -50,10 +67,35 @@ def walk_vault(
     Dot-folders (.obsidian, .git, .trash, and .claude where personas live) and paths matching an `ignore` glob
     are left out silently: Obsidian hides the first and the person asked for the second. Symlinks
     are followed only when they resolve inside the vault; a note reachable under two paths is listed once, under
-    its real path.
+    its real path. Paths are in NFC, whatever the spelling on disk; one too long to index is skipped.
     """
-    walk = _Walk(root, ignore, max_file_bytes)
+    walk = _Walk(root, ignore, SizeLimit(max_file_bytes, "ingest.max_file_bytes", "raise the limit or split the note"))
     return walk.run()
+
+
+def list_folder(root: Path, folder: str, size_limit: SizeLimit) -> tuple[list[VaultFile], list[Skipped]]:
+    """The `*.md` files directly in the vault folder `folder` (hidden ones too, such as .claude/agents) and those
+    skipped, by the walk's rules: symlinks followed only inside the vault, regular files within `size_limit`, paths
+    short enough to index. Nothing is listed when the folder does not exist."""
+    walk = _Walk(root, (), size_limit)
+    return walk.run_folder(folder)
+
+
+def note_path(path: str) -> str:
+    """The note a vault-relative path names: the path in Unicode NFC. macOS spells names decomposed (NFD), most other
+    tools composed, so without this one name would be two notes."""
+    return unicodedata.normalize("NFC", path)
+
+
+def path_length_problem(path: str) -> str:
+    """Why `path` is too long to name a note (see MAX_PATH_BYTES), or '' when it is not."""
+    size = len(path.encode("utf-8", errors="surrogatepass"))
+    if size <= MAX_PATH_BYTES:
+        return ""
+    return (
+        f"the path is {size} bytes long (UTF-8), over the {MAX_PATH_BYTES}-byte limit for a note's path; "
+        "move the note to a shorter folder or give it a shorter name"
+    )
 
 
 def read_note_text(file: VaultFile) -> str:
@@ -112,12 +154,12 @@ def is_note_path(path: str) -> bool:
 class _Walk:
     """One walk: the real directories already seen (the loop and duplicate guard) and the results so far."""
 
-    def __init__(self, root: Path, ignore: Sequence[str], max_file_bytes: int) -> None:
+    def __init__(self, root: Path, ignore: Sequence[str], size_limit: SizeLimit) -> None:
         if not root.is_dir():
             raise InvalidInput(f"the vault folder {root} does not exist or is not a folder")
         self.root = root.resolve()
         self.patterns = [_compile_glob(pattern) for pattern in ignore if pattern.strip()]
-        self.max_file_bytes = max_file_bytes
+        self.size_limit = size_limit
         self.seen_dirs: dict[Path, str] = {}
         self.found: dict[Path, tuple[str, VaultFile]] = {}
         self.linked_files: list[tuple[str, Path]] = []
@@ -129,10 +171,46 @@ class _Walk:
         while linked_dirs:
             relative, target = linked_dirs.pop(0)
             linked_dirs.extend(self.walk_linked_dir(relative, target))
+        return self.results()
+
+    def run_folder(self, folder: str) -> tuple[list[VaultFile], list[Skipped]]:
+        directory = Path(self.root, folder)
+        try:
+            real = directory.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return [], []
+        if not real.is_relative_to(self.root):
+            return [], [Skipped(folder, f"symlink to outside the vault ({real}); not followed")]
+        if not real.is_dir():
+            return [], []
+        for entry in self.entries(folder, directory):
+            child = f"{folder}/{entry.name}"
+            if entry.name.startswith(".") or not _is_markdown(entry.name):
+                continue
+            if entry.is_symlink():
+                self.symlink(child, entry)  # a folder it links to is not walked: only the files directly here count
+            elif not entry.is_dir(follow_symlinks=False):
+                self.add_file(child, Path(entry.path))
+        return self.results()
+
+    def results(self) -> tuple[list[VaultFile], list[Skipped]]:
         for relative, target in self.linked_files:
             self.add_linked_file(relative, target)
-        files = sorted((file for _, file in self.found.values()), key=lambda file: file.path)
-        return files, sorted(self.skipped, key=lambda skipped: skipped.path)
+        files: dict[str, VaultFile] = {}
+        # Composed spellings first: of two files whose names differ only in Unicode form, that one is the note.
+        found = (file for _, file in self.found.values())
+        for file in sorted(found, key=lambda file: (file.on_disk != file.path, file.on_disk)):
+            kept = files.setdefault(file.path, file)
+            if kept is not file:
+                self.skipped.append(
+                    Skipped(
+                        file.on_disk,
+                        f"another file, {kept.on_disk!a}, has the same name in another Unicode form (macOS writes "
+                        "names decomposed) and is indexed as this note; remove or rename one of them",
+                    )
+                )
+        skipped = [replace(item, path=note_path(item.path)) for item in self.skipped]
+        return sorted(files.values(), key=lambda file: file.path), sorted(skipped, key=lambda item: item.path)
 
     def walk_tree(self, relative: str, directory: Path) -> list[tuple[str, Path]]:
         """Walk real folders under `directory`; return the symlinked folders met, to walk afterwards."""
@@ -205,6 +283,12 @@ class _Walk:
         self.add_file(relative, Path(self.root, relative), real=target)
 
     def add_file(self, relative: str, path: Path, real: Path | None = None) -> None:
+        name = note_path(relative)
+        # Both spellings are keys: the note's in the index, the one on disk in the queue.
+        too_long = path_length_problem(relative) or path_length_problem(name)
+        if too_long:
+            self.skipped.append(Skipped(relative, too_long))
+            return
         try:
             info = path.stat()
             real = real or path.resolve()
@@ -214,18 +298,19 @@ class _Walk:
         if not stat.S_ISREG(info.st_mode):
             self.skipped.append(Skipped(relative, "not a regular file (a device, socket or pipe)"))
             return
-        if info.st_size > self.max_file_bytes:
+        limit = self.size_limit
+        if info.st_size > limit.bytes:
             self.skipped.append(
                 Skipped(
                     relative,
-                    f"larger than the {_format_bytes(self.max_file_bytes, exact=True)} limit (ingest.max_file_bytes): "
-                    f"{_format_bytes(info.st_size)}; raise the limit or split the note",
+                    f"larger than the {_format_bytes(limit.bytes, exact=True)} limit ({limit.setting}): "
+                    f"{_format_bytes(info.st_size)}; {limit.advice}",
                 )
             )
             return
         if real in self.found:
             return
-        file = VaultFile(path=relative, absolute=path, size=info.st_size, mtime=info.st_mtime)
+        file = VaultFile(path=name, absolute=path, size=info.st_size, mtime=info.st_mtime, on_disk=relative)
         self.found[real] = (relative, file)
 
     def ignored(self, relative: str, is_dir: bool = False) -> bool:

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from secondbrain.errors import ConfigError, InvalidInput, NotFound
-from secondbrain.ingest.vault_walk import VaultFile, is_note_path, read_note_text, walk_vault
+from secondbrain.ingest.vault_walk import (
+    SizeLimit,
+    VaultFile,
+    is_note_path,
+    list_folder,
+    path_length_problem,
+    read_note_text,
+    walk_vault,
+)
 
 FIXTURE = Path(__file__).parent.parent / "data" / "vault"
 ALL_NOTES = [
@@ -209,7 +217,7 @@ def test_a_vault_root_that_is_itself_a_symlink(vault: Path, tmp_path: Path) -> N
 
 def note_file(path: Path, relative: str) -> VaultFile:
     info = path.stat()
-    return VaultFile(path=relative, absolute=path, size=info.st_size, mtime=info.st_mtime)
+    return VaultFile(path=relative, absolute=path, size=info.st_size, mtime=info.st_mtime, on_disk=relative)
 
 
 def test_read_normalises_line_endings_and_drops_a_bom(tmp_path: Path) -> None:
@@ -293,3 +301,75 @@ def test_note_paths_accepted(path: str) -> None:
 )
 def test_note_paths_refused(path: str) -> None:
     assert not is_note_path(path)
+
+
+# --- the path as the note's identity ------------------------------------------------------------------------------
+
+
+def test_a_decomposed_name_is_listed_composed_and_opened_as_spelled_on_disk(tmp_path: Path) -> None:
+    on_disk = "Re\u0301sume\u0301s/Cafe\u0301.md"
+    write(tmp_path, on_disk, "# Café\n")
+    files, skipped = walk_vault(tmp_path)
+    assert [(file.path, file.on_disk) for file in files] == [("R\u00e9sum\u00e9s/Caf\u00e9.md", on_disk)]
+    assert skipped == []
+    assert read_note_text(files[0]) == "# Café\n"
+
+
+def test_two_spellings_of_one_name_are_one_note_and_one_skipped(tmp_path: Path) -> None:
+    write(tmp_path, "Cafe\u0301.md", "# decomposed\n")
+    write(tmp_path, "Caf\u00e9.md", "# composed\n")
+    files, skipped = walk_vault(tmp_path)
+    assert [(file.path, file.on_disk) for file in files] == [("Caf\u00e9.md", "Caf\u00e9.md")]
+    assert [item.path for item in skipped] == ["Caf\u00e9.md"]
+    assert "same name in another Unicode form" in skipped[0].reason
+
+
+def test_a_path_too_long_to_index_is_skipped_with_the_limit(tmp_path: Path) -> None:
+    deep = "/".join(["d" * 200] * 6) + "/Note.md"
+    write(tmp_path, deep)
+    write(tmp_path, "Short.md")
+    files, skipped = walk_vault(tmp_path)
+    assert [file.path for file in files] == ["Short.md"]
+    assert [item.path for item in skipped] == [deep]
+    assert f"{len(deep)} bytes long (UTF-8), over the 1024-byte limit" in skipped[0].reason
+
+
+def test_the_path_limit_counts_utf8_bytes() -> None:
+    assert path_length_problem("a" * 1021 + ".md") == ""
+    assert path_length_problem("é" * 510 + "a.md") == "", "510 characters of two bytes each and the suffix: 1,024"
+    assert "1025 bytes" in path_length_problem("é" * 511 + ".md")
+
+
+# --- one folder (personas) ----------------------------------------------------------------------------------------
+
+LIMIT = SizeLimit(100, "for a test", "shorten it")
+
+
+def test_list_folder_applies_the_walks_rules_in_a_hidden_folder(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    write(vault, ".claude/agents/ok.md")
+    write(vault, ".claude/agents/big.md", "x" * 101)
+    write(vault, ".claude/agents/sub/deeper.md")
+    write(vault, ".claude/agents/notes.txt")
+    write(vault, "Notes/shared.md")
+    outside = write(tmp_path, "passwd", "root:x:0:0\n")
+    (vault / ".claude/agents/passwd.md").symlink_to(outside)
+    (vault / ".claude/agents/shared.md").symlink_to(vault / "Notes/shared.md")
+    files, skipped = list_folder(vault, ".claude/agents", LIMIT)
+    assert [file.path for file in files] == [".claude/agents/ok.md", ".claude/agents/shared.md"]
+    reasons = {item.path: item.reason for item in skipped}
+    assert reasons[".claude/agents/passwd.md"].startswith("symlink to outside the vault")
+    assert reasons[".claude/agents/big.md"] == "larger than the 100 bytes limit (for a test): 101 bytes; shorten it"
+    assert set(reasons) == {".claude/agents/passwd.md", ".claude/agents/big.md"}
+
+
+def test_list_folder_does_not_follow_the_folder_itself_out_of_the_vault(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    write(tmp_path, "elsewhere/secret.md")
+    (vault / ".claude").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    files, skipped = list_folder(vault, ".claude", LIMIT)
+    assert files == []
+    assert [item.path for item in skipped] == [".claude"]
+    assert skipped[0].reason.startswith("symlink to outside the vault")
+    assert list_folder(vault, "missing", LIMIT) == ([], [])
