@@ -36,9 +36,10 @@ async def start_up(service_env: dict[str, str]):
     started: list[asyncio.subprocess.Process] = []
     tree: list[psutil.Process] = []
 
-    async def start(*args: str):
+    async def start(*args: str, base_env: dict[str, str] | None = None):
         ports = dict(zip(("ingest", "retrieve", "chat", "shim", "gateway"), free_ports(5), strict=True))
-        env = {**service_env, **{f"SECONDBRAIN_{name.upper()}_PORT": str(port) for name, port in ports.items()}}
+        env = {**(base_env or service_env)}
+        env.update({f"SECONDBRAIN_{name.upper()}_PORT": str(port) for name, port in ports.items()})
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "secondbrain", "up", *args, env=env, stderr=asyncio.subprocess.PIPE
         )
@@ -135,3 +136,85 @@ async def test_up_indexes_the_vault_and_answers_a_question_through_the_gateway_w
     assert re.search(r"Synced (\d+) files .*: 0 added, 0 updated, \1 unchanged", again), again
     process.send_signal(signal.SIGINT)
     assert await asyncio.wait_for(process.wait(), 60) == 0
+
+
+# -- the embedded PostgreSQL ends with the run, however the run ends ----------------------------------------------
+
+
+@pytest.fixture
+def embedded_env(service_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """`up` on the embedded PostgreSQL (no DATABASE_URL), with a data directory of the test's own."""
+    env = {key: value for key, value in service_env.items() if key != "DATABASE_URL"}
+    env["SECONDBRAIN_DATA_DIR"] = str(tmp_path / "embedded")
+    return env
+
+
+def _postmaster(env: dict[str, str]) -> psutil.Process | None:
+    """The embedded server of `env`'s data directory, if one runs."""
+    pid_file = Path(env["SECONDBRAIN_DATA_DIR"]) / "postgres" / "postmaster.pid"
+    if not pid_file.exists():
+        return None
+    with contextlib.suppress(psutil.NoSuchProcess, ValueError, IndexError):
+        process = psutil.Process(int(pid_file.read_text().split()[0]))
+        if process.status() != psutil.STATUS_ZOMBIE:
+            return process
+    return None
+
+
+async def _gone(process: psutil.Process, within: float = 30.0) -> bool:
+    for _ in range(int(within * 10)):
+        if not process.is_running() or process.status() == psutil.STATUS_ZOMBIE:
+            return True
+        await asyncio.sleep(0.1)
+    return False
+
+
+@pytest.fixture
+async def embedded_cleanup(embedded_env: dict[str, str]):
+    yield embedded_env
+    if (left := _postmaster(embedded_env)) is not None:
+        left.kill()
+
+
+async def test_ctrl_c_stops_the_embedded_postgres(start_up, embedded_cleanup: dict[str, str]) -> None:
+    process, _, _ = await start_up(base_env=embedded_cleanup)
+    postmaster = _postmaster(embedded_cleanup)
+    assert postmaster is not None, "up runs on the embedded PostgreSQL"
+    process.send_signal(signal.SIGINT)
+    assert await asyncio.wait_for(process.wait(), 60) == 0
+    assert await _gone(postmaster), "the embedded PostgreSQL outlived a clean Ctrl-C"
+
+
+async def test_a_child_killed_with_sigkill_does_not_keep_the_embedded_postgres_alive(
+    start_up, embedded_cleanup: dict[str, str]
+) -> None:
+    process, _, seen = await start_up(base_env=embedded_cleanup)
+    postmaster = _postmaster(embedded_cleanup)
+    assert postmaster is not None
+    chat = next(child for child in psutil.Process(process.pid).children() if "chat" in child.cmdline())
+    chat.kill()  # its pid stays in the server's list of users: it never says it left
+    assert process.stderr is not None
+    await _read_until(process.stderr, "stopping everything", seen)
+    assert await asyncio.wait_for(process.wait(), 60) == 1
+    assert await _gone(postmaster), "the embedded PostgreSQL outlived the run after a child was killed with -9"
+
+
+async def test_up_killed_with_sigkill_takes_its_children_along_and_the_next_run_reaps_its_postgres(
+    start_up, embedded_cleanup: dict[str, str]
+) -> None:
+    process, _, _ = await start_up(base_env=embedded_cleanup)
+    children = psutil.Process(process.pid).children()
+    orphan = _postmaster(embedded_cleanup)
+    assert orphan is not None
+    process.kill()
+    await process.wait()
+    for child in children:
+        assert await _gone(child, within=30), f"{child.cmdline()} outlived a killed up"
+
+    # The next run joins what the killed one left, and stops it when it ends.
+    process, _, _ = await start_up(base_env=embedded_cleanup)
+    assert _postmaster(embedded_cleanup) is not None
+    process.send_signal(signal.SIGINT)
+    assert await asyncio.wait_for(process.wait(), 60) == 0
+    assert await _gone(orphan), "the PostgreSQL a killed up left behind outlived the next run"
+    assert _postmaster(embedded_cleanup) is None

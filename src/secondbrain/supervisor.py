@@ -56,9 +56,22 @@ async def _spawn(name: str, config: Config) -> Child:
         # Chat reads the vault's personas and settings, so every child sees the vault `up` was given.
         env["SECONDBRAIN_VAULT"] = str(config.settings.vault.resolve())
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "secondbrain", "serve", name, env=env, start_new_session=True
-    )
+        sys.executable, "-m", "secondbrain", "serve", name, env=env, start_new_session=True,
+        preexec_fn=_stop_with_parent,
+    )  # fmt: skip
     return Child(name=name, address=_address(name, config.settings), process=process)
+
+
+def _stop_with_parent() -> None:
+    """In the child, before it runs: ask Linux for SIGTERM when the supervisor dies, however it dies. A killed
+    `up` can run no cleanup; without this its children (each in a session of its own, so a terminal's Ctrl-C
+    reaches only the supervisor) would go on holding the ports and the embedded PostgreSQL."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 async def _is_ready(child: Child) -> bool:
