@@ -135,7 +135,7 @@ def openapi_document() -> dict[str, Any]:
             "description": (
                 "The REST + server-sent events face of secondbrain's gRPC services. Each endpoint calls one RPC; "
                 "bodies are the messages' proto3 JSON. When the server has an API token (SECONDBRAIN_API_TOKEN), "
-                "every request needs `Authorization: Bearer <token>`."
+                "every endpoint below needs `Authorization: Bearer <token>`; this document itself does not."
             ),
         },
         "servers": [{"url": "/"}],

@@ -17,7 +17,7 @@ from secondbrain.errors import Unavailable
 from secondbrain.gateway.endpoints import SERVICES
 from secondbrain.gateway.envoy import command, prepare
 from secondbrain.gateway.envoy_config import local_layout, render
-from secondbrain.gateway.shim import Backends, create_app
+from secondbrain.gateway.shim import BODY_TIMEOUT_SECONDS, Backends, create_app
 from secondbrain.jsonlog import configure_logging
 from secondbrain.service.tracing import configure_tracing
 
@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 ENVOY_LOG_LEVEL = {"DEBUG": "debug", "INFO": "warning", "WARNING": "warning", "ERROR": "error"}
 # A stream still open at shutdown gets this long to finish before its connection is closed.
 SHUTDOWN_GRACE_SECONDS = 5
+# A request line and headers; ours are a few hundred bytes, a bearer token included.
+MAX_HEAD_BYTES = 16 * 1024
+KEEP_ALIVE_SECONDS = 5
 
 
 def default_ui_dir() -> Path:
@@ -55,11 +58,12 @@ async def start_shim(
     port: int | None = None,
     addresses: Mapping[str, str] | None = None,
     ui_dir: Path | None = None,
+    body_timeout: float = BODY_TIMEOUT_SECONDS,
 ) -> RunningShim:
     """The shim serving on `host:port` (port 0: any free port) in front of `addresses` (default: the configured
     services); returns once it accepts connections."""
     backends = Backends(addresses or {name: settings.address_of(name) for name in SERVICES}, settings.token)
-    app = create_app(backends, settings.token, ui_dir or default_ui_dir())
+    app = create_app(backends, settings.token, ui_dir or default_ui_dir(), body_timeout=body_timeout)
     config = uvicorn.Config(
         app,
         host=host or settings.host,
@@ -68,6 +72,12 @@ async def start_shim(
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        # h11 even where httptools is installed, so the limits in force are these: a request head over
+        # MAX_HEAD_BYTES is refused, a connection idle between requests is closed after KEEP_ALIVE_SECONDS.
+        # (The body's own limits, size and time, are the shim's.)
+        http="h11",
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
     server = uvicorn.Server(config)
     # The process's signal handlers belong to whoever runs the loop (serve, the supervisor, a test).

@@ -24,11 +24,13 @@ from google.protobuf import message_factory
 from google.protobuf.message import Message
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.datastructures import MutableHeaders
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as AsgiMessage
 
 from secondbrain.errors import InvalidInput
 from secondbrain.gateway.endpoints import ENDPOINTS, Endpoint
@@ -46,8 +48,26 @@ UNARY_TIMEOUT_SECONDS = 30.0
 # A comment line this often keeps proxies from closing a quiet stream, and notices a client that left.
 KEEPALIVE_SECONDS = 15.0
 MAX_BODY_BYTES = 1024 * 1024
+# The whole body must arrive within this, however steadily it trickles: a client that sends a byte now and then
+# would otherwise hold a connection (and a request's worth of memory) for as long as it likes.
+BODY_TIMEOUT_SECONDS = 10.0
 CONTENT_TOO_LARGE = 413
+REQUEST_TIMEOUT = 408
 REQUEST_ID = "x-request-id"
+# What `/api/` serves without the token: the API's description holds no data, and a client needs it to learn
+# how to authenticate. (The UI's static files are outside `/api/` and open too: they hold no data either.)
+OPEN_API_PATHS = frozenset({"/api/openapi.json"})
+# The built UI loads one script and one stylesheet from its own origin and calls only that origin (grpc-web and
+# /api/), with nothing inline; nothing the shim serves may be framed, and a JSON body cannot turn into a page.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "content-security-policy": CONTENT_SECURITY_POLICY,
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+}
 _END = object()
 # What a gRPC channel says when nothing listens at the address.
 _UNREACHABLE = ("failed to connect", "connection refused", "connections to all backends failing", "dns resolution")
@@ -94,6 +114,11 @@ def _error_response(
     return JSONResponse(error_body(code, message, status), status_code=status, headers=headers)
 
 
+def _not_found(path: str) -> JSONResponse:
+    message = f"nothing is served at {path}; the API is listed at /api/openapi.json"
+    return _error_response(grpc.StatusCode.NOT_FOUND, message)
+
+
 def _from_rpc_error(error: grpc.aio.AioRpcError, endpoint: Endpoint, backends: Backends) -> HttpError:
     code, details = error.code(), error.details() or ""
     if code == grpc.StatusCode.UNAVAILABLE and any(sign in details.lower() for sign in _UNREACHABLE):
@@ -105,9 +130,10 @@ def _from_rpc_error(error: grpc.aio.AioRpcError, endpoint: Endpoint, backends: B
     return HttpError(code, details or code.name)
 
 
-async def _body_within_limit(request: Request) -> bytes:
+async def _body_within_limits(request: Request, within: float) -> bytes:
     """The body, refused as soon as it is known to be over MAX_BODY_BYTES: from its declared length before reading
-    any of it, else while it streams in, so an endless body costs at most the limit."""
+    any of it, else while it streams in, so an endless body costs at most the limit; and refused when it is not all
+    in after `within` seconds, however steadily it trickles."""
     too_large = HttpError(
         grpc.StatusCode.RESOURCE_EXHAUSTED,
         f"the request body is over {MAX_BODY_BYTES // 1024 // 1024} MiB ({MAX_BODY_BYTES} bytes): send a smaller one",
@@ -117,21 +143,36 @@ async def _body_within_limit(request: Request) -> bytes:
     if declared.isascii() and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise too_large
     body = bytearray()
-    async for part in request.stream():
-        body += part
-        if len(body) > MAX_BODY_BYTES:
-            raise too_large
+    try:
+        async with asyncio.timeout(within):
+            async for part in request.stream():
+                body += part
+                if len(body) > MAX_BODY_BYTES:
+                    raise too_large
+    except TimeoutError:
+        raise HttpError(
+            grpc.StatusCode.DEADLINE_EXCEEDED,
+            f"the request body did not all arrive within {within:g} s: send it in one go",
+            REQUEST_TIMEOUT,
+        ) from None
     return bytes(body)
 
 
-async def _request_message(request: Request, endpoint: Endpoint) -> Message:
+async def _request_message(request: Request, endpoint: Endpoint, body_timeout: float) -> Message:
     message = message_factory.GetMessageClass(endpoint.request)()
     if endpoint.has_body:
-        raw = await _body_within_limit(request)
+        raw = await _body_within_limits(request, body_timeout)
         try:
             data = json.loads(raw) if raw.strip() else {}
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise InvalidInput(f"the request body is not valid JSON: {error}") from None
+        except RecursionError:
+            # The parser recurses once per level. (The conversion after it cannot go as deep: json_format stops
+            # at 100 levels of messages, and no field of ours takes arbitrary JSON.)
+            raise InvalidInput(
+                "the request body is nested too deeply to read (hundreds of levels of arrays or objects); "
+                "no request needs more than a few"
+            ) from None
         from_json(data, message, "request body")
         if request.method == "PATCH":
             _mask_from_body(message, data)
@@ -210,7 +251,7 @@ async def _stream_events(
             await reader
 
 
-def _handler(endpoint: Endpoint, backends: Backends) -> Callable[[Request], Awaitable[Response]]:
+def _handler(endpoint: Endpoint, backends: Backends, body_timeout: float) -> Callable[[Request], Awaitable[Response]]:
     response_class = message_factory.GetMessageClass(endpoint.response)
     request_class = message_factory.GetMessageClass(endpoint.request)
 
@@ -231,7 +272,7 @@ def _handler(endpoint: Endpoint, backends: Backends) -> Callable[[Request], Awai
         metadata = ((REQUEST_ID, request_id), ("x-forwarded-for", forwarded))
         channel = backends.channel(endpoint.service)
         try:
-            message = await _request_message(request, endpoint)
+            message = await _request_message(request, endpoint, body_timeout)
             if not endpoint.streams:
                 unary = channel.unary_unary(
                     endpoint.grpc_path,
@@ -263,7 +304,17 @@ def _handler(endpoint: Endpoint, backends: Backends) -> Callable[[Request], Awai
         except InvalidInput as error:
             return _error_response(grpc.StatusCode.INVALID_ARGUMENT, str(error), headers)
         except HttpError as error:
+            if error.status == REQUEST_TIMEOUT:
+                # The rest of the body may still be on its way: close rather than read it to find the next request.
+                headers["connection"] = "close"
             return _error_response(error.code, error.message, headers, error.status)
+        except ClientDisconnect:
+            # Nobody is left to answer, and nothing went wrong here: one line, no traceback.
+            log.info(
+                "the client left before sending the whole request body",
+                extra={"method": request.method, "path": request.url.path, "request_id": request_id},
+            )
+            return _error_response(grpc.StatusCode.CANCELLED, "the client left", headers)
         except grpc.aio.AioRpcError as error:
             failure = _from_rpc_error(error, endpoint, backends)
             return _error_response(failure.code, failure.message, headers)
@@ -271,9 +322,32 @@ def _handler(endpoint: Endpoint, backends: Backends) -> Callable[[Request], Awai
     return observed
 
 
+class SecurityHeaders:
+    """Pure ASGI middleware: SECURITY_HEADERS on every response the shim sends, the UI's pages and the API's
+    answers (errors and refusals included), unless a response set its own."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: AsgiMessage) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers.setdefault(name, value)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
 class TokenGuard:
-    """Pure ASGI middleware (it never buffers a stream): `/api/` needs the token when one is configured; a
-    preflight that reached here came from an origin Envoy does not allow, and is refused with the fix."""
+    """Pure ASGI middleware (it never buffers a stream): `/api/` needs the token when one is configured, except
+    OPEN_API_PATHS; a preflight that reached here came from an origin Envoy does not allow, and is refused with the
+    fix."""
 
     def __init__(self, app: ASGIApp, token: str | None) -> None:
         self.app = app
@@ -294,6 +368,7 @@ class TokenGuard:
         elif (
             self.token
             and request.url.path.startswith("/api/")
+            and request.url.path not in OPEN_API_PATHS
             and not token_matches(request.headers.get(HEADER), self.token)
         ):
             response = _error_response(
@@ -305,7 +380,9 @@ class TokenGuard:
         await response(scope, receive, send)
 
 
-def create_app(backends: Backends, token: str | None, ui_dir: Path | None = None) -> ASGIApp:
+def create_app(
+    backends: Backends, token: str | None, ui_dir: Path | None = None, *, body_timeout: float = BODY_TIMEOUT_SECONDS
+) -> ASGIApp:
     """The shim over `backends`; the built web UI from `ui_dir` under `/` when it exists."""
     document = openapi_document()
 
@@ -321,8 +398,12 @@ def create_app(backends: Backends, token: str | None, ui_dir: Path | None = None
     async def ui_not_built(request: Request) -> Response:
         return HTMLResponse(UI_NOT_BUILT)
 
+    async def source_map(request: Request) -> Response:
+        return _not_found(request.url.path)
+
     routes: list[BaseRoute] = [
-        Route(endpoint.path, _handler(endpoint, backends), methods=[endpoint.method]) for endpoint in ENDPOINTS
+        Route(endpoint.path, _handler(endpoint, backends, body_timeout), methods=[endpoint.method])
+        for endpoint in ENDPOINTS
     ]
     routes += [
         Route("/api/openapi.json", openapi, methods=["GET"]),
@@ -330,6 +411,8 @@ def create_app(backends: Backends, token: str | None, ui_dir: Path | None = None
         Route("/metrics", metrics, methods=["GET"]),
     ]
     if ui_dir is not None and (ui_dir / "index.html").is_file():
+        # A source map is the UI's source, comments and all: not served, even from a build that made one.
+        routes.append(Route("/{path:path}.map", source_map))
         routes.append(Mount("/", StaticFiles(directory=ui_dir, html=True)))
     else:
         routes.append(Route("/", ui_not_built, methods=["GET"]))
@@ -347,8 +430,7 @@ def create_app(backends: Backends, token: str | None, ui_dir: Path | None = None
             body = error_body(grpc.StatusCode.UNIMPLEMENTED, f"{request.method} is not served at {path}")
             body["error"]["status"] = 405
             return JSONResponse(body, status_code=405)
-        message = f"nothing is served at {path}; the API is listed at /api/openapi.json"
-        return _error_response(grpc.StatusCode.NOT_FOUND, message)
+        return _not_found(path)
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_routed, 405: not_routed})
-    return TokenGuard(app, token)
+    return SecurityHeaders(TokenGuard(app, token))

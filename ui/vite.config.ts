@@ -7,7 +7,8 @@ const gateway = process.env.SECONDBRAIN_GATEWAY_URL ?? "http://127.0.0.1:8080";
 
 export default defineConfig({
   plugins: [react()],
-  build: { outDir: "dist", emptyOutDir: true, sourcemap: true },
+  // No source maps: the gateway serves dist/ to anyone who can reach it, and a map is the source itself.
+  build: { outDir: "dist", emptyOutDir: true, sourcemap: false },
   server: {
     proxy: {
       "/secondbrain.": { target: gateway, changeOrigin: true },

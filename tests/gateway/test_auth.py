@@ -28,9 +28,19 @@ async def guarded(gateway: Gateway, monkeypatch: pytest.MonkeyPatch) -> Gateway:
 
 
 def test_the_token_comparison() -> None:
-    assert token_matches(f"Bearer {TOKEN}", TOKEN)
-    assert token_matches(f"  Bearer {TOKEN} ", TOKEN)
-    for presented in [None, "", TOKEN, f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN}x", f"Basic {TOKEN}", "Bearer"]:
+    # The scheme in any case, and any run of spaces or tabs after it (RFC 6750; the header is often hand-typed).
+    for presented in [
+        f"Bearer {TOKEN}",
+        f"  Bearer {TOKEN} ",
+        f"bearer {TOKEN}",
+        f"BEARER  {TOKEN}",
+        f"Bearer\t{TOKEN}",
+    ]:
+        assert token_matches(presented, TOKEN), presented
+    for presented in [
+        None, "", TOKEN, f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN}x", f"Basic {TOKEN}", "Bearer", f"Bearer{TOKEN}",
+        f"Bearer {TOKEN} {TOKEN}", f"Bearer\n{TOKEN}",
+    ]:  # fmt: skip
         assert not token_matches(presented, TOKEN), presented
 
 
@@ -38,7 +48,7 @@ def test_the_token_comparison() -> None:
 async def test_the_shim_refuses_a_request_without_the_token(guarded: Gateway, header: str | None) -> None:
     headers = {"authorization": header} if header else {}
     client = guarded.client(guarded.shim_url, **headers)
-    for method, path in [("GET", "/api/chat/options"), ("GET", "/api/openapi.json"), ("POST", "/api/retrieve")]:
+    for method, path in [("GET", "/api/chat/options"), ("POST", "/api/retrieve")]:
         response = await client.request(method, path, json={} if method == "POST" else None)
         assert response.status_code == 401, (path, response.text)
         assert response.headers["www-authenticate"].startswith("Bearer")

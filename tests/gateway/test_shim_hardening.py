@@ -1,0 +1,231 @@
+"""The shim against a hostile client (issue 17): bodies nested too deep, sent too slowly or abandoned midway, and
+what a browser is told about the pages it serves. None of these reach a service, so the shim runs alone on port 0
+in front of addresses where nothing listens."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from secondbrain.config import load_settings
+from secondbrain.gateway.server import RunningShim, start_shim
+
+TOKEN = "s3cret-token-for-tests-0123456789"
+BODY_TIMEOUT_SECONDS = 1.0
+NOWHERE = {"ingest": "127.0.0.1:9", "retrieve": "127.0.0.1:9", "chat": "127.0.0.1:9"}
+# A body the shim waits for: the head of a POST whose declared body never fully arrives.
+PARTIAL_POST = (
+    b"POST /api/chat/conversations HTTP/1.1\r\nhost: shim\r\ncontent-type: application/json\r\n"
+    b"content-length: 64\r\n\r\n{"
+)
+SECURITY_HEADERS = {
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+}
+
+StartShim = Callable[..., Awaitable[RunningShim]]
+
+
+@pytest.fixture
+def ui_dir(tmp_path: Path) -> Path:
+    """A built UI as Vite lays it out, with the source map a development build leaves next to its bundle."""
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "index.html").write_text('<!doctype html><script type="module" src="/assets/app.js"></script>\n')
+    (tmp_path / "assets" / "app.js").write_text("document.title = 'secondbrain';\n")
+    (tmp_path / "assets" / "app.js.map").write_text('{"version":3,"sources":["../src/secret.tsx"]}\n')
+    return tmp_path
+
+
+@pytest.fixture
+async def start(ui_dir: Path) -> AsyncIterator[StartShim]:
+    running: list[RunningShim] = []
+
+    async def started(token: str | None = None) -> RunningShim:
+        shim = await start_shim(
+            load_settings(api_token=token),
+            host="127.0.0.1",
+            port=0,
+            addresses=NOWHERE,
+            ui_dir=ui_dir,
+            body_timeout=BODY_TIMEOUT_SECONDS,
+        )
+        running.append(shim)
+        return shim
+
+    yield started
+    for shim in running:
+        await shim.stop()
+
+
+@pytest.fixture
+async def shim(start: StartShim) -> RunningShim:
+    return await start()
+
+
+@pytest.fixture
+async def client(shim: RunningShim) -> AsyncIterator[httpx2.AsyncClient]:
+    async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{shim.port}", timeout=10.0) as opened:
+        yield opened
+
+
+def _assert_error(response: httpx2.Response, status: int, code: str, says: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/json"
+    error = response.json()["error"]
+    assert (error["status"], error["code"]) == (status, code)
+    assert says in error["message"]
+    return error
+
+
+def _nested(depth: int) -> bytes:
+    return b'{"title":' + b"[" * depth + b"]" * depth + b"}"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/api/chat/conversations", _nested(990)),
+        ("POST", "/api/retrieve", b'{"a":' * 5000 + b"1" + b"}" * 5000),
+        ("PATCH", "/api/chat/conversations/c1", b"[" * 100_000 + b"]" * 100_000),
+    ],
+)
+async def test_json_nested_too_deep_is_a_400_with_our_error_body(
+    client: httpx2.AsyncClient, method: str, path: str, body: bytes
+) -> None:
+    response = await client.request(method, path, content=body, headers={"content-type": "application/json"})
+    error = _assert_error(response, 400, "INVALID_ARGUMENT", "nested")
+    assert error["retryable"] is False
+
+
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:
+    head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+    status_line, *lines = head.strip().split("\r\n")
+    headers = {name.lower(): value.strip() for name, value in (line.split(":", 1) for line in lines)}
+    body = await reader.readexactly(int(headers["content-length"]))
+    return int(status_line.split()[1]), headers, body
+
+
+@pytest.mark.parametrize("trickles", [False, True], ids=["stalls", "trickles"])
+async def test_a_body_that_does_not_arrive_in_time_is_a_408_when_the_time_is_up(
+    shim: RunningShim, trickles: bool
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", shim.port)
+
+    async def trickle() -> None:
+        # A byte every quarter second: never idle, yet the whole body would take 16 s.
+        with contextlib.suppress(ConnectionError):
+            while trickles:
+                await asyncio.sleep(0.25)
+                writer.write(b" ")
+                await writer.drain()
+
+    started = time.monotonic()
+    writer.write(PARTIAL_POST)
+    sender = asyncio.create_task(trickle())
+    try:
+        async with asyncio.timeout(BODY_TIMEOUT_SECONDS * 5):
+            status, headers, body = await _read_response(reader)
+        elapsed = time.monotonic() - started
+    finally:
+        sender.cancel()
+        writer.close()
+    assert status == 408, body
+    assert BODY_TIMEOUT_SECONDS * 0.9 <= elapsed < BODY_TIMEOUT_SECONDS * 3, elapsed
+    error = json.loads(body)["error"]
+    assert (error["status"], error["code"]) == (408, "DEADLINE_EXCEEDED")
+    assert f"{BODY_TIMEOUT_SECONDS:g} s" in error["message"]
+    assert headers["connection"] == "close", "the rest of a late body is not read"
+
+
+async def test_a_client_that_leaves_mid_body_is_one_calm_log_line(
+    shim: RunningShim, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    _, writer = await asyncio.open_connection("127.0.0.1", shim.port)
+    writer.write(PARTIAL_POST)
+    await writer.drain()
+    await asyncio.sleep(0.2)
+    writer.close()
+    await writer.wait_closed()
+
+    def about_the_request() -> list[logging.LogRecord]:
+        # Either the one line the shim should write, or a traceback from the server underneath it.
+        return [r for r in caplog.records if r.exc_info or r.name.startswith("secondbrain.gateway")]
+
+    for _ in range(100):
+        if about_the_request():
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)  # anything else the disconnect logs
+    records = about_the_request()
+    assert [r for r in caplog.records if r.exc_info] == [], "no traceback for a client that left"
+    assert len(records) == 1, [r.getMessage() for r in records]
+    assert records[0].levelno in (logging.INFO, logging.WARNING)
+    assert "client left" in records[0].getMessage()
+    fields = vars(records[0])
+    assert (fields["method"], fields["path"]) == ("POST", "/api/chat/conversations")
+
+
+async def test_the_openapi_document_and_the_ui_are_open_and_data_needs_the_token(
+    start: StartShim,
+) -> None:
+    shim = await start(token=TOKEN)
+    async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{shim.port}", timeout=10.0) as client:
+        document = await client.get("/api/openapi.json")
+        assert document.status_code == 200, document.text
+        assert "/api/chat/conversations" in document.json()["paths"]
+        assert (await client.get("/")).status_code == 200
+        assert (await client.get("/assets/app.js")).status_code == 200
+        for method, path in [
+            ("GET", "/api/chat/options"),
+            ("POST", "/api/retrieve"),
+            ("GET", "/api/openapi.jsonx"),
+        ]:
+            refused = await client.request(method, path, json={} if method == "POST" else None)
+            _assert_error(refused, 401, "UNAUTHENTICATED", "SECONDBRAIN_API_TOKEN")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/", 200),
+        ("GET", "/assets/app.js", 200),
+        ("GET", "/api/openapi.json", 200),
+        ("POST", "/api/chat/conversations", 400),
+        ("GET", "/api/nothing/here", 404),
+        ("GET", "/healthz", 200),
+    ],
+)
+async def test_what_the_shim_serves_carries_security_headers(
+    client: httpx2.AsyncClient, method: str, path: str, status: int
+) -> None:
+    response = await client.request(method, path, content=b"{not json" if method == "POST" else None)
+    assert response.status_code == status, response.text
+    for name, value in SECURITY_HEADERS.items():
+        assert response.headers.get(name) == value, name
+    policy = {
+        directive.split()[0]: directive.split()[1:]
+        for directive in response.headers["content-security-policy"].split(";")
+        if directive.strip()
+    }
+    assert policy["default-src"] == ["'self'"]
+    assert policy["frame-ancestors"] == ["'none'"]
+    assert policy["object-src"] == ["'none'"]
+    assert "'unsafe-inline'" not in policy.get("script-src", []) + policy.get("style-src", [])
+
+
+async def test_a_source_map_is_not_served_even_when_the_build_left_one(client: httpx2.AsyncClient) -> None:
+    assert (await client.get("/assets/app.js")).status_code == 200
+    response = await client.get("/assets/app.js.map")
+    _assert_error(response, 404, "NOT_FOUND", "/assets/app.js.map")
+    assert "secret.tsx" not in response.text
