@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx2
 
 from secondbrain.errors import ConfigError, Unavailable
+from secondbrain.gateway.envoy_config import GatewayLayout, render
 
 # Envoy's own log lines as JSON, like every other process of the system (%j escapes the message for JSON).
 LOG_FORMAT = '{"time":"%Y-%m-%dT%T.%eZ","level":"%l","service":"envoy","logger":"%n","message":"%j"}'
@@ -41,7 +42,7 @@ def validate(config_path: Path) -> None:
         raise ConfigError(f"Envoy rejects {config_path}: " + " ".join(reason[-3:]))
 
 
-def command(config_path: Path, admin_address_path: Path, log_level: str) -> list[str]:
+def command(config_path: Path, log_level: str) -> list[str]:
     return [
         str(envoy_binary()),
         "-c",
@@ -51,8 +52,6 @@ def command(config_path: Path, admin_address_path: Path, log_level: str) -> list
         # A personal server: one worker thread carries thousands of requests a second.
         "--concurrency",
         "1",
-        "--admin-address-path",
-        str(admin_address_path),
         "--log-level",
         log_level,
         "--log-format",
@@ -62,44 +61,43 @@ def command(config_path: Path, admin_address_path: Path, log_level: str) -> list
 
 @dataclass
 class Envoy:
-    """A running Envoy. `port` is its listener's actual port (the config may ask for port 0)."""
+    """A running Envoy. `port` is its listener's actual port (the layout may ask for port 0)."""
 
     process: asyncio.subprocess.Process
-    admin_address: str
+    admin_socket: Path
     port: int
 
     @classmethod
     async def start(
-        cls, config_yaml: str, workdir: Path, *, log_level: str = "warning", within_seconds: float = 30.0
+        cls, layout: GatewayLayout, workdir: Path, *, log_level: str = "warning", within_seconds: float = 30.0
     ) -> Envoy:
-        """Write `config_yaml` into `workdir`, start Envoy on it, and return once it reports ready."""
-        config_path, admin_address_path = prepare(workdir, config_yaml)
-        process = await asyncio.create_subprocess_exec(
-            *command(config_path, admin_address_path, log_level), stdin=subprocess.DEVNULL
-        )
+        """Render `layout` into `workdir`, start Envoy on it, and return once it reports ready."""
+        if layout.admin_socket is None:
+            raise ConfigError("Envoy.start needs a layout with an admin socket, to know when Envoy is ready")
+        config_path = prepare(workdir, render(layout), layout.admin_socket)
+        process = await asyncio.create_subprocess_exec(*command(config_path, log_level), stdin=subprocess.DEVNULL)
         try:
-            admin_address, port = await _wait_until_ready(process, admin_address_path, within_seconds)
+            port = await _wait_until_ready(process, layout.admin_socket, within_seconds)
         except BaseException:
             await _terminate(process)
             raise
-        return cls(process=process, admin_address=admin_address, port=port)
+        return cls(process=process, admin_socket=layout.admin_socket, port=port)
 
     async def stop(self) -> None:
         await _terminate(self.process)
 
 
-def prepare(workdir: Path, config_yaml: str) -> tuple[Path, Path]:
-    """The config written into `workdir`, and where Envoy will write its admin address (cleared first)."""
+def prepare(workdir: Path, config_yaml: str, admin_socket: Path | None) -> Path:
+    """The config written into `workdir` (readable by its owner only: it may hold a collector's credentials),
+    with the admin socket of an earlier run cleared."""
     workdir.mkdir(parents=True, exist_ok=True)
     config_path = workdir / "envoy.yaml"
+    config_path.touch(mode=0o600)
+    config_path.chmod(0o600)
     config_path.write_text(config_yaml, encoding="utf-8")
-    admin_address_path = workdir / "envoy-admin-address"
-    admin_address_path.unlink(missing_ok=True)
-    return config_path, admin_address_path
-
-
-def _read_admin_address(path: Path) -> str:
-    return path.read_text().strip() if path.exists() else ""
+    if admin_socket is not None:
+        admin_socket.unlink(missing_ok=True)
+    return config_path
 
 
 async def _terminate(process: asyncio.subprocess.Process) -> None:
@@ -112,22 +110,20 @@ async def _terminate(process: asyncio.subprocess.Process) -> None:
             await process.wait()
 
 
-async def _wait_until_ready(
-    process: asyncio.subprocess.Process, admin_address_path: Path, within_seconds: float
-) -> tuple[str, int]:
-    """Poll Envoy's admin API until /ready says LIVE; the admin address and the listener's port."""
+async def _wait_until_ready(process: asyncio.subprocess.Process, admin_socket: Path, within_seconds: float) -> int:
+    """Poll Envoy's admin API until /ready says LIVE; the listener's port."""
     deadline = time.monotonic() + within_seconds
-    async with httpx2.AsyncClient(timeout=2.0) as client:
+    transport = httpx2.AsyncHTTPTransport(uds=str(admin_socket))
+    async with httpx2.AsyncClient(transport=transport, base_url="http://envoy-admin", timeout=2.0) as client:
         while time.monotonic() < deadline:
             if process.returncode is not None:
                 raise Unavailable(f"Envoy exited with code {process.returncode} at start; its log is above")
-            admin = _read_admin_address(admin_address_path)
-            if admin:
-                with contextlib.suppress(httpx2.HTTPError):
-                    ready = await client.get(f"http://{admin}/ready")
-                    if ready.status_code == 200:
-                        listeners = (await client.get(f"http://{admin}/listeners?format=json")).json()
-                        socket = listeners["listener_statuses"][0]["local_address"]["socket_address"]
-                        return admin, int(socket["port_value"])
+            # Until Envoy has made its socket, connecting fails: not ready yet.
+            with contextlib.suppress(httpx2.HTTPError):
+                ready = await client.get("/ready")
+                if ready.status_code == 200:
+                    listeners = (await client.get("/listeners", params={"format": "json"})).json()
+                    socket = listeners["listener_statuses"][0]["local_address"]["socket_address"]
+                    return int(socket["port_value"])
             await asyncio.sleep(0.1)
     raise Unavailable(f"Envoy did not become ready within {within_seconds:g} s; its log is above")

@@ -7,6 +7,7 @@ Kubernetes services by name. Both render the same routes, filters and timeouts: 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -23,7 +24,11 @@ TEMPLATE = "envoy.yaml.template"
 STREAM_IDLE_TIMEOUT_SECONDS = 300
 # Unary calls (settings, conversations, search, status) answer in well under this.
 UNARY_TIMEOUT_SECONDS = 60
-KUBERNETES_ADMIN_PORT = 9901
+# Envoy's admin API, locally: a Unix socket in its working directory that only its user can open (0600).
+ADMIN_SOCKET = "admin.sock"
+ADMIN_SOCKET_MODE = 0o600
+# The longest path a Unix socket can have on Linux (sun_path is 108 bytes, one for the terminating NUL).
+MAX_SOCKET_PATH_BYTES = 107
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,8 @@ class GatewayLayout:
 
     listen_host: str
     listen_port: int
-    admin_port: int
+    # Where the admin API listens (a Unix socket), or None for no admin API.
+    admin_socket: Path | None
     ingest: Upstream
     retrieve: Upstream
     chat: Upstream
@@ -58,11 +64,11 @@ class GatewayLayout:
 
 
 def local_layout(settings: Settings, *, listen_port: int | None = None) -> GatewayLayout:
-    """Envoy on this machine in front of the configured services; the admin API on any free loopback port."""
+    """Envoy on this machine in front of the configured services; the admin API on a Unix socket of its user's."""
     return GatewayLayout(
         listen_host=settings.host,
         listen_port=settings.gateway_port if listen_port is None else listen_port,
-        admin_port=0,
+        admin_socket=envoy_workdir(settings) / ADMIN_SOCKET,
         ingest=Upstream.parse(settings.address_of("ingest")),
         retrieve=Upstream.parse(settings.address_of("retrieve")),
         chat=Upstream.parse(settings.address_of("chat")),
@@ -75,11 +81,11 @@ def local_layout(settings: Settings, *, listen_port: int | None = None) -> Gatew
 
 def kubernetes_layout(settings: Settings) -> GatewayLayout:
     """Envoy in a pod: listening on every interface, upstreams by service name (headless services, so Envoy sees
-    every pod), the admin API on loopback for the probes' sidecar-free check."""
+    every pod), and no admin API: the probes go through the listener."""
     return GatewayLayout(
         listen_host="0.0.0.0",
         listen_port=settings.gateway_port,
-        admin_port=KUBERNETES_ADMIN_PORT,
+        admin_socket=None,
         ingest=Upstream("ingest", settings.ingest_port),
         retrieve=Upstream("retrieve", settings.retrieve_port),
         chat=Upstream("chat", settings.chat_port),
@@ -88,6 +94,23 @@ def kubernetes_layout(settings: Settings) -> GatewayLayout:
         trusted_proxy_hops=settings.trusted_proxy_hops,
         trace_endpoint=otlp_traces_endpoint(),
     )
+
+
+def envoy_workdir(settings: Settings) -> Path:
+    """Where a local Envoy keeps its rendered config and its admin socket."""
+    return settings.data_dir / "envoy"
+
+
+def _admin(socket: Path | None) -> str:
+    """The template's admin part: a Unix socket only Envoy's user can open, or nothing."""
+    if socket is None:
+        return ""
+    if len(os.fsencode(socket)) > MAX_SOCKET_PATH_BYTES:
+        raise ConfigError(
+            f"Envoy's admin socket {socket} is a longer path than a Unix socket can have "
+            f"({MAX_SOCKET_PATH_BYTES} bytes): set SECONDBRAIN_DATA_DIR to a shorter one"
+        )
+    return "admin: " + json.dumps({"address": {"pipe": {"path": str(socket), "mode": ADMIN_SOCKET_MODE}}})
 
 
 def _reachable(upstream: Upstream) -> Upstream:
@@ -167,7 +190,6 @@ def _tracing(endpoint: str | None) -> dict[str, str]:
     runtime = {
         "layers": [
             {"name": "static", "static_layer": {"tracing.opentelemetry.flush_interval_ms": TRACE_FLUSH_MILLISECONDS}},
-            {"name": "admin", "admin_layer": {}},
         ]
     }
     return {
@@ -181,7 +203,7 @@ def render(layout: GatewayLayout) -> str:
     """The Envoy YAML for `layout`. Values go in as JSON scalars, which YAML reads as they are."""
     template = Template(resources.files(__package__).joinpath(TEMPLATE).read_text(encoding="utf-8"))
     values: dict[str, object] = {
-        "admin_port": layout.admin_port,
+        "admin": _admin(layout.admin_socket),
         "listen_host": json.dumps(layout.listen_host),
         "listen_port": layout.listen_port,
         "stream_idle_timeout": f"{STREAM_IDLE_TIMEOUT_SECONDS}s",

@@ -16,7 +16,7 @@ from secondbrain.config import Config, Settings
 from secondbrain.errors import Unavailable
 from secondbrain.gateway.endpoints import SERVICES
 from secondbrain.gateway.envoy import command, prepare
-from secondbrain.gateway.envoy_config import local_layout, render
+from secondbrain.gateway.envoy_config import envoy_workdir, local_layout, render
 from secondbrain.gateway.shim import BODY_TIMEOUT_SECONDS, Backends, create_app
 from secondbrain.jsonlog import configure_logging
 from secondbrain.service.tracing import configure_tracing
@@ -24,7 +24,9 @@ from secondbrain.service.tracing import configure_tracing
 log = logging.getLogger(__name__)
 
 # Envoy at "info" prints dozens of lines at every start; warnings are what a person needs to see.
-ENVOY_LOG_LEVEL = {"DEBUG": "debug", "INFO": "warning", "WARNING": "warning", "ERROR": "error"}
+# Envoy's level for ours. Never below info: at debug Envoy logs every request's headers, the bearer token among them,
+# and it has no way to redact one.
+ENVOY_LOG_LEVEL = {"DEBUG": "info", "INFO": "warning", "WARNING": "warning", "ERROR": "error"}
 # A stream still open at shutdown gets this long to finish before its connection is closed.
 SHUTDOWN_GRACE_SECONDS = 5
 # A request line and headers; ours are a few hundred bytes, a bearer token included.
@@ -126,12 +128,11 @@ def main_envoy(config: Config, port: int | None = None) -> None:
     settings = config.settings
     configure_logging(settings.log_level, settings.log_format, service="envoy")
     _say_who_may_connect(settings, "gateway")
-    config_path, admin_address_path = prepare(
-        settings.data_dir / "envoy", render(local_layout(settings, listen_port=port))
-    )
+    layout = local_layout(settings, listen_port=port)
+    config_path = prepare(envoy_workdir(settings), render(layout), layout.admin_socket)
     log.info(
         "starting envoy", extra={"config": str(config_path), "port": settings.gateway_port if port is None else port}
     )
     logging.shutdown()
-    argv = command(config_path, admin_address_path, ENVOY_LOG_LEVEL[settings.log_level])
+    argv = command(config_path, ENVOY_LOG_LEVEL[settings.log_level])
     os.execv(argv[0], argv)

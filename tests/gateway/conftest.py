@@ -14,7 +14,7 @@ import pytest
 
 from secondbrain.config import load_config
 from secondbrain.gateway.envoy import Envoy
-from secondbrain.gateway.envoy_config import GatewayLayout, Upstream, render
+from secondbrain.gateway.envoy_config import GatewayLayout, Upstream
 from secondbrain.gateway.server import RunningShim, start_shim
 from secondbrain.ingest.server import build_ingestor
 from secondbrain.ingest.server import create_server as create_ingest_server
@@ -66,7 +66,7 @@ class Gateway:
             layout = GatewayLayout(
                 listen_host="127.0.0.1",
                 listen_port=0,
-                admin_port=0,
+                admin_socket=self.workdir / "admin.sock",
                 ingest=Upstream.parse(self.ingest_address),
                 retrieve=Upstream.parse(self.chat.retrieve_address),
                 chat=Upstream.parse(self.chat.chat_address),
@@ -74,7 +74,7 @@ class Gateway:
                 cors_origins=(ALLOWED_ORIGIN,),
                 trace_endpoint=trace_endpoint,
             )
-            self.envoy = await Envoy.start(render(layout), self.workdir)
+            self.envoy = await Envoy.start(layout, self.workdir)
 
     async def stop(self) -> None:
         if self.envoy is not None:

@@ -97,7 +97,12 @@ def test_filters_are_grpc_web_cors_router_and_clusters_speak_http2_to_services()
     for name in ("ingest", "retrieve", "chat"):
         options = clusters[name]["typed_extension_protocol_options"]
         assert "http2_protocol_options" in str(options), name
-    assert "typed_extension_protocol_options" not in clusters["shim"], "the shim speaks HTTP/1.1"
+    shim = clusters["shim"]["typed_extension_protocol_options"][
+        "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+    ]
+    assert "http_protocol_options" in shim["explicit_http_config"], "the shim speaks HTTP/1.1"
+    # Envoy lets go of an idle connection before the shim's 5 s keep-alive closes it under a request.
+    assert shim["common_http_protocol_options"]["idle_timeout"] == "4s"
     assert listener["address"]["socket_address"] == {"address": "127.0.0.1", "port_value": 8080}
 
 
@@ -125,7 +130,11 @@ def test_one_template_renders_local_ports_and_kubernetes_service_names() -> None
         "shim": ("shim", 8081),
     }
     assert kube["static_resources"]["listeners"][0]["address"]["socket_address"]["address"] == "0.0.0.0"
-    assert kube["admin"]["address"]["socket_address"] == {"address": "127.0.0.1", "port_value": 9901}
+    # The admin API answers anyone who reaches it: never on TCP. Locally a Unix socket of Envoy's user; none in a pod.
+    assert "admin" not in kube
+    assert local["admin"]["address"] == {
+        "pipe": {"path": str(Settings().data_dir / "envoy" / "admin.sock"), "mode": 0o600}
+    }
     assert _routes(local) == _routes(kube), "the same routes either way"
 
 
