@@ -14,7 +14,7 @@ import re
 import stat
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -67,7 +67,8 @@ def walk_vault(
     Dot-folders (.obsidian, .git, .trash, and .claude where personas live) and paths matching an `ignore` glob
     are left out silently: Obsidian hides the first and the person asked for the second. Symlinks
     are followed only when they resolve inside the vault; a note reachable under two paths is listed once, under
-    its real path. Paths are in NFC, whatever the spelling on disk; one too long to index is skipped.
+    its real path. Paths are in NFC, whatever the spelling on disk; one too long to index, or not UTF-8, is skipped
+    (and reported with its bad bytes spelled out, as '\\xe9').
     """
     walk = _Walk(root, ignore, SizeLimit(max_file_bytes, "ingest.max_file_bytes", "raise the limit or split the note"))
     return walk.run()
@@ -76,7 +77,7 @@ def walk_vault(
 def list_folder(root: Path, folder: str, size_limit: SizeLimit) -> tuple[list[VaultFile], list[Skipped]]:
     """The `*.md` files directly in the vault folder `folder` (hidden ones too, such as .claude/agents) and those
     skipped, by the walk's rules: symlinks followed only inside the vault, regular files within `size_limit`, paths
-    short enough to index. Nothing is listed when the folder does not exist."""
+    short enough to index and in UTF-8. Nothing is listed when the folder does not exist."""
     walk = _Walk(root, (), size_limit)
     return walk.run_folder(folder)
 
@@ -96,6 +97,43 @@ def path_length_problem(path: str) -> str:
         f"the path is {size} bytes long (UTF-8), over the {MAX_PATH_BYTES}-byte limit for a note's path; "
         "move the note to a shorter folder or give it a shorter name"
     )
+
+
+def _name_problem(relative: str) -> str:
+    """Why the vault-relative name `relative` cannot name a note because it is not UTF-8, or '' when it is.
+
+    Linux lets a name be any bytes; one written in another encoding (Latin-1, say) reaches Python with each bad byte
+    as a lone surrogate, which neither PostgreSQL nor protobuf can carry, so the note could be neither stored nor
+    reported under it.
+    """
+    *folders, name = relative.split("/")
+    for folder in folders:
+        if not _is_utf8(folder):
+            return (
+                f"the folder name {_spelled_out(folder)} is not valid UTF-8 (it was written in another encoding, such "
+                "as Latin-1); rename it to index the notes in it"
+            )
+    if not _is_utf8(name):
+        return "the file name is not valid UTF-8 (it was written in another encoding, such as Latin-1); rename it"
+    return ""
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _spelled_out(text: str) -> str:
+    """`text` with each byte of a name that is not UTF-8 written as '\\xe9', so the person can find the file and
+    the text can be stored and sent; valid text is returned as it is."""
+    try:
+        raw = text.encode("utf-8", errors="surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that is not an escaped byte (not from the file system)
+        raw = text.encode("utf-8", errors="surrogatepass")
+    return raw.decode("utf-8", errors="backslashreplace")
 
 
 def read_note_text(file: VaultFile) -> str:
@@ -209,7 +247,9 @@ class _Walk:
                         "names decomposed) and is indexed as this note; remove or rename one of them",
                     )
                 )
-        skipped = [replace(item, path=note_path(item.path)) for item in self.skipped]
+        # A skipped name (or a reason quoting one) may be one that is not UTF-8, which only its spelled-out form
+        # can be stored and reported under.
+        skipped = [Skipped(note_path(_spelled_out(item.path)), _spelled_out(item.reason)) for item in self.skipped]
         return sorted(files.values(), key=lambda file: file.path), sorted(skipped, key=lambda item: item.path)
 
     def walk_tree(self, relative: str, directory: Path) -> list[tuple[str, Path]]:
@@ -283,6 +323,9 @@ class _Walk:
         self.add_file(relative, Path(self.root, relative), real=target)
 
     def add_file(self, relative: str, path: Path, real: Path | None = None) -> None:
+        if bad_name := _name_problem(relative):
+            self.skipped.append(Skipped(relative, bad_name))
+            return
         name = note_path(relative)
         # Both spellings are keys: the note's in the index, the one on disk in the queue.
         too_long = path_length_problem(relative) or path_length_problem(name)

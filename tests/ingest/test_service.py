@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+from pathlib import Path
 
 import grpc
 import pytest
@@ -545,3 +546,74 @@ async def test_upsert_of_both_spellings_is_one_note(ingest: Ingest) -> None:
     assert (first.outcome, second.outcome) == (pb.FILE_OUTCOME_ADDED, pb.FILE_OUTCOME_UPDATED)
     status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
     assert [f.path for f in status.files] == [CAFE_NFC]
+
+
+# Linux lets a name be any bytes; one written in Latin-1 reaches Python with surrogate escapes ("caf\udce9.md"), which
+# neither PostgreSQL nor protobuf can carry. Such a file is reported under its name with the bad bytes spelled out.
+
+
+def create_raw(root: Path, relative: bytes, content: bytes) -> bytes:
+    """Write `content` to the vault-relative name `relative`, taken as raw bytes (folders are created); returns the
+    file's absolute name in bytes."""
+    target = os.fsencode(root) + b"/" + relative
+    Path(os.fsdecode(target)).parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(descriptor, content)
+    finally:
+        os.close(descriptor)
+    return target
+
+
+def rename_raw(source: bytes, target: Path) -> None:
+    Path(os.fsdecode(source)).rename(target)
+
+
+async def failed_reasons(ingest: Ingest) -> dict[str, str]:
+    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
+    return {f.path: f.reason for f in status.files if f.state == pb.FILE_STATE_FAILED}
+
+
+async def test_a_file_name_that_is_not_utf8_is_one_failed_file(ingest: Ingest) -> None:
+    latin1_name = create_raw(ingest.vault.root, b"Caf\xe9.md", b"# Cafe\n\nNamed in Latin-1.\n")
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    events = await ingest.sync()
+    assert events[-1].WhichOneof("event") == "done", "the sync completes"
+    done = files(events)
+    latin1 = done["Caf\\xe9.md"]
+    assert latin1.outcome == pb.FILE_OUTCOME_FAILED
+    assert "file name is not valid UTF-8" in latin1.error and "rename it" in latin1.error
+    assert done["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
+    assert len(await chunks_of(ingest, "Architecture.md")) > 0
+    assert "not valid UTF-8" in (await failed_reasons(ingest))["Caf\\xe9.md"]
+
+    rename_raw(latin1_name, ingest.vault.root / "Café.md")
+    events = await ingest.sync()
+    assert files(events)["Café.md"].outcome == pb.FILE_OUTCOME_ADDED, "renamed, it is indexed"
+    assert await failed_reasons(ingest) == {}
+
+
+async def test_notes_in_a_folder_whose_name_is_not_utf8_fail_one_by_one(ingest: Ingest) -> None:
+    create_raw(ingest.vault.root, b"R\xe9sum\xe9s/Plan.md", b"# Plan\n\nIn a Latin-1 folder.\n")
+    create_raw(ingest.vault.root, b"R\xe9sum\xe9s/photo.jpg", b"\xff\xd8\xff")
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    events = await ingest.sync()
+    assert events[-1].WhichOneof("event") == "done", "the sync completes"
+    failed = {path: f.error for path, f in files(events).items() if f.outcome == pb.FILE_OUTCOME_FAILED}
+    assert list(failed) == ["R\\xe9sum\\xe9s/Plan.md"], "the note in it, not the picture"
+    assert "folder name" in failed["R\\xe9sum\\xe9s/Plan.md"] and "rename it" in failed["R\\xe9sum\\xe9s/Plan.md"]
+    assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
+    assert len(await chunks_of(ingest, "Architecture.md")) > 0
+
+
+async def test_a_persona_whose_name_is_not_utf8_is_one_failed_file(ingest: Ingest) -> None:
+    ingest.vault.write(".claude/agents/gardener.md", "Speak as a gardener.\n")
+    create_raw(ingest.vault.root, b".claude/agents/caf\xe9.md", b"Speak as a waiter.\n")
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    events = await ingest.sync()
+    assert events[-1].WhichOneof("event") == "done", "the sync completes"
+    waiter = files(events)[".claude/agents/caf\\xe9.md"]
+    assert waiter.outcome == pb.FILE_OUTCOME_FAILED
+    assert "file name is not valid UTF-8" in waiter.error
+    assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
+    assert set(await personas(ingest)) == {"assistant", "gardener"}

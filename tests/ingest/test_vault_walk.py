@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -338,6 +339,36 @@ def test_the_path_limit_counts_utf8_bytes() -> None:
     assert path_length_problem("a" * 1021 + ".md") == ""
     assert path_length_problem("é" * 510 + "a.md") == "", "510 characters of two bytes each and the suffix: 1,024"
     assert "1025 bytes" in path_length_problem("é" * 511 + ".md")
+
+
+def write_raw(root: Path, relative: bytes, text: bytes = b"# Note\n") -> None:
+    """Write a file whose vault-relative name is raw bytes, as Linux allows (folders are created)."""
+    target = os.fsencode(root) + b"/" + relative
+    Path(os.fsdecode(target)).parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(descriptor, text)
+    finally:
+        os.close(descriptor)
+
+
+def test_names_that_are_not_utf8_are_skipped_and_reported_spelled_out(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    write(vault, "Good.md")
+    write_raw(vault, b"Caf\xe9.md")
+    write_raw(vault, b"R\xe9sum\xe9s/Plan.md")
+    write_raw(tmp_path, b"secr\xe9t.md")
+    (vault / "Link.md").symlink_to(Path(os.fsdecode(os.fsencode(tmp_path) + b"/secr\xe9t.md")))
+    files, skipped = walk_vault(vault)
+    assert [file.path for file in files] == ["Good.md"]
+    reasons = {item.path: item.reason for item in skipped}
+    assert set(reasons) == {"Caf\\xe9.md", "Link.md", "R\\xe9sum\\xe9s/Plan.md"}
+    assert reasons["Caf\\xe9.md"].startswith("the file name is not valid UTF-8")
+    assert reasons["R\\xe9sum\\xe9s/Plan.md"].startswith("the folder name R\\xe9sum\\xe9s is not valid UTF-8")
+    assert reasons["Link.md"].startswith("symlink to outside the vault") and "secr\\xe9t.md" in reasons["Link.md"]
+    for item in skipped:  # what PostgreSQL and protobuf are given
+        item.path.encode("utf-8")
+        item.reason.encode("utf-8")
 
 
 # --- one folder (personas) ----------------------------------------------------------------------------------------
