@@ -8,6 +8,7 @@ environment. `VaultConfig` is how a vault wants to be read and answered and trav
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -129,6 +130,17 @@ class Settings(BaseSettings):
                     f"{origin!r} is not an origin: write scheme://host[:port], such as http://localhost:5173"
                 )
         return origins
+
+    @field_validator("api_token")
+    @classmethod
+    def _check_token(cls, token: SecretStr | None) -> SecretStr | None:
+        # It travels in an HTTP header as `Bearer <token>`: a space would split it, and only visible ASCII is safe.
+        if token is not None and not re.fullmatch(r"[!-~]+", token.get_secret_value()):
+            raise ValueError(
+                "SECONDBRAIN_API_TOKEN must be visible ASCII characters without spaces (it is sent in an HTTP "
+                "header); `python -c 'import secrets; print(secrets.token_urlsafe(32))'` makes a good one"
+            )
+        return token
 
     @model_validator(mode="after")
     def _open_only_with_a_token(self) -> Settings:

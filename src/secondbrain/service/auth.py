@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
 
 from secondbrain.jsonlog import request_id
-from secondbrain.service.handlers import with_behaviour
+from secondbrain.service.handlers import without_reading
 from secondbrain.service.tracing import inject
 
 HEADER = "authorization"
@@ -31,6 +32,10 @@ REFUSED = (
     "this server needs the API token: send the header 'Authorization: Bearer <token>' with the value of "
     "SECONDBRAIN_API_TOKEN"
 )
+
+
+# `<scheme> <token>`, the two apart by any run of spaces or tabs.
+_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z]+)[ \t]+(?P<token>\S+)")
 
 
 def is_loopback(host: str) -> bool:
@@ -49,23 +54,29 @@ def bearer(token: str) -> str:
 
 def token_matches(presented: str | None, token: str) -> bool:
     """Whether the `authorization` value `presented` carries `token`, compared in constant time (no timing hint
-    of how much of a guess was right)."""
+    of how much of a guess was right). The scheme is matched in any case and may be followed by any run of
+    spaces or tabs (RFC 6750 and RFC 9110: auth schemes are case-insensitive; the header is often typed by hand)."""
     if presented is None:
         return False
-    return hmac.compare_digest(presented.strip().encode(), bearer(token).encode())
+    parts = _CREDENTIALS.fullmatch(presented.strip())
+    if parts is None or parts["scheme"].lower() != SCHEME.lower():
+        return False
+    return hmac.compare_digest(parts["token"].encode(), token.encode())
 
 
-async def _refuse_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+async def _refuse_unary(requests: Any, context: grpc.aio.ServicerContext) -> Any:
     await context.abort(grpc.StatusCode.UNAUTHENTICATED, REFUSED)
 
 
-async def _refuse_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+async def _refuse_stream(requests: Any, context: grpc.aio.ServicerContext) -> Any:
     await context.abort(grpc.StatusCode.UNAUTHENTICATED, REFUSED)
     yield  # pragma: no cover - abort raises; the yield makes this an async generator like the handler it replaces
 
 
 class TokenInterceptor(grpc.aio.ServerInterceptor):
-    """Refuses every call without the token with UNAUTHENTICATED, before any handler runs."""
+    """Refuses every call without the token with UNAUTHENTICATED, before any handler runs and before its request
+    is read: a caller without the token can make the server hold nothing (found by a probe: 20 unauthenticated
+    15 MB calls took ingest from 0.9 to 1.7 GB when the message was parsed first)."""
 
     def __init__(self, token: str) -> None:
         self._token = token
@@ -83,7 +94,7 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
         if token_matches(metadata.get(HEADER), self._token):
             return handler
         # Every kind of call is refused, reflection's bidi stream included.
-        return with_behaviour(handler, unary=_refuse_unary, stream=_refuse_stream, otherwise=_refuse_unary)
+        return without_reading(handler, unary=_refuse_unary, stream=_refuse_stream)
 
 
 def _with_metadata(details: grpc.aio.ClientCallDetails, token: str | None) -> grpc.aio.ClientCallDetails:

@@ -8,6 +8,7 @@ through untouched.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -29,6 +30,7 @@ from secondbrain.errors import (
     Unavailable,
 )
 from secondbrain.service.handlers import with_behaviour
+from secondbrain.service.limits import describe, request_limit
 from secondbrain.service.request_text import nul_field
 
 log = logging.getLogger(__name__)
@@ -71,11 +73,22 @@ class Undecodable:
     reason: str
 
 
-def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+@dataclass(frozen=True)
+class Oversized:
+    """What a request larger than its method takes decodes to: it is never parsed, and is refused as
+    RESOURCE_EXHAUSTED."""
+
+    size: int
+    limit: int
+
+
+def _tolerant(deserializer: Callable[[bytes], Any] | None, limit: int) -> Callable[[bytes], Any] | None:
     if deserializer is None:
         return None
 
     def decode(data: bytes) -> Any:
+        if len(data) > limit:
+            return Oversized(len(data), limit)
         try:
             return deserializer(data)
         except (DecodeError, UnicodeDecodeError) as error:
@@ -85,7 +98,15 @@ def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], 
 
 
 async def _refuse_malformed(request: Any, context: grpc.aio.ServicerContext, method: str) -> None:
-    """Refuse a request that is not the RPC's message, or that holds text no service can store."""
+    """Refuse a request that is not the RPC's message, is larger than the RPC takes, or holds text no service can
+    store."""
+    if isinstance(request, Oversized):
+        log.info("oversized request", extra={"method": method, "bytes": request.size, "limit": request.limit})
+        await context.abort(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"the request is {request.size:,} bytes, over the {describe(request.limit)} that "
+            f"{method.rsplit('/', 1)[-1]} takes; send less (a shorter text, fewer history messages)",
+        )
     if isinstance(request, Undecodable):
         log.info("undecodable request", extra={"method": method, "error": request.reason})
         await context.abort(
@@ -137,9 +158,12 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
         if handler is None:
             return handler
         method = handler_call_details.method
+        if handler.request_streaming:
+            # Reflection's bidi stream (no API call streams its requests): its own codecs and errors.
+            return handler
         return with_behaviour(
             handler,
-            unary=_wrap_unary(handler.unary_unary, method),
-            stream=_wrap_stream(handler.unary_stream, method),
-            request_deserializer=_tolerant(handler.request_deserializer),
+            unary=functools.partial(_wrap_unary, method=method),
+            stream=functools.partial(_wrap_stream, method=method),
+            request_deserializer=_tolerant(handler.request_deserializer, request_limit(method)),
         )

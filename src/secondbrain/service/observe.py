@@ -11,6 +11,7 @@ module are recorded where the work happens (retrieval stages, ingest progress, p
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 import uuid
@@ -160,6 +161,6 @@ class ObserveInterceptor(grpc.aio.ServerInterceptor):
             return handler
         return with_behaviour(
             handler,
-            unary=_observe_unary(handler.unary_unary, method),
-            stream=_observe_stream(handler.unary_stream, method),
+            unary=functools.partial(_observe_unary, method=method),
+            stream=functools.partial(_observe_stream, method=method),
         )

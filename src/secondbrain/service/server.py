@@ -20,15 +20,13 @@ from grpc_reflection.v1alpha import reflection
 from secondbrain.errors import Unavailable
 from secondbrain.service.auth import TokenInterceptor
 from secondbrain.service.error_mapping import ErrorMappingInterceptor
+from secondbrain.service.limits import MAX_RESPONSE_BYTES, server_request_limit
 from secondbrain.service.observe import ObserveInterceptor
 
 log = logging.getLogger(__name__)
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
-
-# Large enough for a long note in UpsertNote; anything bigger is rejected by gRPC with RESOURCE_EXHAUSTED.
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -84,8 +82,9 @@ async def build_server(address: str, bindings: Sequence[ServiceBinding], api_tok
     server = grpc.aio.server(
         interceptors=[*interceptors, ErrorMappingInterceptor()],
         options=[
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            # No method of these services takes more: anything bigger is refused before it is whole.
+            ("grpc.max_receive_message_length", server_request_limit(binding.name for binding in bindings)),
+            ("grpc.max_send_message_length", MAX_RESPONSE_BYTES),
         ],
     )
     health_servicer = health.aio.HealthServicer()

@@ -1,0 +1,115 @@
+"""A request without the token costs next to nothing, however large (found by a probe: 20 unauthenticated 15 MB
+grpc-web UpsertNote calls through Envoy took ingest from 927 to 1,698 MB, and 10 unauthenticated GetConversation
+calls with 15 MB bodies took chat from 106 to 390 MB). The services are separate processes, so each one's
+memory is its own."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import grpc
+import httpx2
+import pytest
+
+from secondbrain.chat.v1 import chat_service_pb2 as chat
+from secondbrain.chat.v1 import chat_service_pb2_grpc as chat_grpc
+from secondbrain.ingest.v1 import ingest_service_pb2 as ingest
+from tests.gateway.grpc_web import call
+from tests.reliability.cluster import Cluster, Postgres, rss_megabytes
+from tests.reliability.vault import write_vault
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+TOKEN = "probe-token-0123456789abcdef"
+BIG = 15 * 1024 * 1024
+UPSERT = "/secondbrain.ingest.v1.IngestService/UpsertNote"
+# The probe's own bound: what 20 refused calls may cost a service, all told.
+MAX_GROWTH_MB = 50
+
+
+@pytest.fixture(scope="module")
+async def guarded(postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Cluster]:
+    workdir = tmp_path_factory.mktemp("guarded")
+    vault = workdir / "vault"
+    write_vault(vault, 5, version="one")
+    handle = Cluster(workdir, postgres.dsn, vault, extra_env={"SECONDBRAIN_API_TOKEN": TOKEN})
+    handle.write_settings()
+    await handle.migrate()
+    try:
+        await handle.start("ingest", "chat", "retrieve", "shim", "envoy")
+        yield handle
+    finally:
+        await handle.close()
+
+
+async def _peak_growth(cluster: Cluster, part: str, load: Callable[[], Awaitable[list[object]]]) -> tuple[float, list]:
+    """Run `load`, sampling `part`'s memory every 50 ms; the most it grew over where it started, and the results."""
+    process = cluster.processes[part]
+    before = rss_megabytes(process)
+    peak = before
+    task = asyncio.ensure_future(load())
+    while not task.done():
+        peak = max(peak, rss_megabytes(process))
+        await asyncio.sleep(0.05)
+    peak = max(peak, rss_megabytes(process))
+    return peak - before, task.result()
+
+
+async def test_twenty_unauthenticated_15_mb_upserts_through_envoy_cost_ingest_nothing(guarded: Cluster) -> None:
+    request = ingest.UpsertNoteRequest(path="Huge.md", markdown="x" * BIG)
+
+    async def one(client: httpx2.AsyncClient) -> object:
+        try:
+            return (await call(client, UPSERT, request)).grpc_status
+        except httpx2.HTTPError as error:
+            # Refused while the client is still sending: Envoy answers and closes the connection, which an HTTP/1.1
+            # client busy writing sees as a broken read.
+            return type(error).__name__
+
+    async def load() -> list[object]:
+        async with httpx2.AsyncClient(base_url=guarded.gateway_url, timeout=60) as client:
+            return list(await asyncio.gather(*(one(client) for _ in range(20))))
+
+    growth, outcomes = await _peak_growth(guarded, "ingest", load)
+    print(f"ingest grew {growth:.1f} MB at most for 20 unauthenticated 15 MB UpsertNote calls")
+    unauthenticated = grpc.StatusCode.UNAUTHENTICATED.value[0]
+    assert all(outcome == unauthenticated or isinstance(outcome, str) for outcome in outcomes), outcomes
+    assert growth < MAX_GROWTH_MB, f"ingest grew {growth:.0f} MB for 20 refused calls"
+    assert "Huge" not in guarded.log("ingest"), "no refused note reached the pipeline"
+
+
+async def test_unauthenticated_15_mb_calls_to_chat_cost_it_nothing(guarded: Cluster) -> None:
+    options = [("grpc.max_send_message_length", 64 * 1024 * 1024)]
+
+    async def load() -> list[object]:
+        async with grpc.aio.insecure_channel(guarded.address("chat"), options=options) as channel:
+            stub = chat_grpc.ChatServiceStub(channel)
+
+            async def one() -> object:
+                with contextlib.suppress(grpc.aio.AioRpcError):
+                    await stub.GetConversation(chat.GetConversationRequest(id="x" * BIG), timeout=60)
+                    return "OK"
+                return "refused"
+
+            return list(await asyncio.gather(*(one() for _ in range(10))))
+
+    growth, outcomes = await _peak_growth(guarded, "chat", load)
+    print(f"chat grew {growth:.1f} MB at most for 10 unauthenticated 15 MB GetConversation calls")
+    assert outcomes == ["refused"] * 10
+    assert growth < MAX_GROWTH_MB, f"chat grew {growth:.0f} MB for 10 refused calls"
+
+
+async def test_with_the_token_a_request_is_held_to_what_its_method_takes(guarded: Cluster) -> None:
+    metadata = (("authorization", f"Bearer {TOKEN}"),)
+    async with grpc.aio.insecure_channel(guarded.address("chat")) as channel:
+        stub = chat_grpc.ChatServiceStub(channel)
+        # A conversation id is not 200 KB: under the server's largest method's limit, over this method's.
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.GetConversation(chat.GetConversationRequest(id="x" * 200_000), metadata=metadata, timeout=10)
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "GetConversation takes" in (refused.value.details() or "")
+        with pytest.raises(grpc.aio.AioRpcError) as not_found:
+            await stub.GetConversation(chat.GetConversationRequest(id="x" * 1000), metadata=metadata, timeout=10)
+        assert not_found.value.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT)
