@@ -21,10 +21,11 @@ REQUEST_BYTES: dict[str, int] = {
     "/secondbrain.ingest.v1.IngestService/UpsertNote": 16 * MIB,
     # The history: up to 200,000 characters, at up to four bytes each in UTF-8, with the question and filters.
     "/secondbrain.retrieve.v1.RetrieveService/Retrieve": 1 * MIB,
-    # A system prompt of up to 20,000 characters and the rest of the settings.
-    "/secondbrain.chat.v1.ChatService/UpdateSettings": 256 * KIB,
-    # A question of up to 8,000 characters and its filters.
-    "/secondbrain.chat.v1.ChatService/SendMessage": 128 * KIB,
+    # A system prompt (up to 20,000 characters) and a question (up to 8,000) need far less, but these two are what
+    # the browser sends through the shim, which takes bodies up to 1 MiB: at the same limit, a REST caller with a
+    # long text gets the chat service's own reason (the question is over 8,000 characters), not a size refusal.
+    "/secondbrain.chat.v1.ChatService/UpdateSettings": 1 * MIB,
+    "/secondbrain.chat.v1.ChatService/SendMessage": 1 * MIB,
 }
 
 # What the server sends back is ours, and can be large (a long conversation, many passages).
