@@ -5,7 +5,10 @@
 2. Bad input: every RPC with hostile, undecodable and oversized requests (tests/reliability/test_bad_input.py),
    the REST shim against its own OpenAPI document (schemathesis), and property-based tests of the markdown parser
    and chunker (hypothesis).
-3. Load (bench/load.py): 50 chat streams and 200 retrieves at once through Envoy, for --load-seconds.
+3. The hostile probe (issue 17): large unauthenticated calls, Envoy's admin and logs, persona symlinks, bad paths,
+   a conversation deleted mid-answer, clients that leave early, the embedded PostgreSQL after kills, spoofed
+   citations, deep JSON and the shim's other edges.
+4. Load (bench/load.py): 50 chat streams and 200 retrieves at once through Envoy, for --load-seconds.
 
 With --record the results are written to docs/reliability.md with the machine and the date.
 """
@@ -46,6 +49,23 @@ SUITES = {
         "tests/retrieve/test_note_search.py::test_like_metacharacters_in_the_query_are_literal",
         "tests/ingest/test_service.py::test_upsert_rejects_paths_outside_the_vault",
         "tests/ingest/test_service.py::test_a_service_with_a_vault_refuses_to_sync_another_folder",
+    ],
+    # What a hostile probe of the running stack found (issue 17), each tried again as a test.
+    "hostile probe": [
+        "tests/reliability/test_unauthenticated_cost.py",
+        "tests/gateway/test_auth.py::test_the_token_comparison",
+        "tests/gateway/test_envoy_exposure.py",
+        "tests/ingest/test_service.py::test_a_persona_symlinked_out_of_the_vault_is_not_followed",
+        "tests/ingest/test_service.py::test_a_persona_with_a_nul_byte_is_one_failed_file",
+        "tests/ingest/test_service.py::test_a_note_path_too_long_to_index_is_one_failed_file",
+        "tests/ingest/test_service.py::test_upsert_with_a_path_too_long_to_index_is_invalid_argument",
+        "tests/ingest/test_service.py::test_a_file_name_that_is_not_utf8_is_one_failed_file",
+        "tests/ingest/test_service.py::test_nfc_and_nfd_spellings_of_a_name_are_one_note",
+        "tests/test_up.py::test_ctrl_c_stops_the_embedded_postgres",
+        "tests/test_up.py::test_a_child_killed_with_sigkill_does_not_keep_the_embedded_postgres_alive",
+        "tests/test_up.py::test_up_killed_with_sigkill_takes_its_children_along_and_the_next_run_reaps_its_postgres",
+        "tests/gateway/test_shim_hardening.py",
+        "tests/gateway/test_shim_hardening_browser.py",
     ],
 }
 

@@ -57,7 +57,9 @@ async def _peak_growth(cluster: Cluster, part: str, load: Callable[[], Awaitable
     return peak - before, task.result()
 
 
-async def test_twenty_unauthenticated_15_mb_upserts_through_envoy_cost_ingest_nothing(guarded: Cluster) -> None:
+async def test_twenty_unauthenticated_15_mb_upserts_through_envoy_cost_ingest_nothing(
+    guarded: Cluster, record_property: Callable[[str, object], None]
+) -> None:
     request = ingest.UpsertNoteRequest(path="Huge.md", markdown="x" * BIG)
 
     async def one(client: httpx2.AsyncClient) -> object:
@@ -73,14 +75,16 @@ async def test_twenty_unauthenticated_15_mb_upserts_through_envoy_cost_ingest_no
             return list(await asyncio.gather(*(one(client) for _ in range(20))))
 
     growth, outcomes = await _peak_growth(guarded, "ingest", load)
-    print(f"ingest grew {growth:.1f} MB at most for 20 unauthenticated 15 MB UpsertNote calls")
+    record_property("figures", f"ingest grew {growth:.1f} MB at most (limit {MAX_GROWTH_MB} MB)")
     unauthenticated = grpc.StatusCode.UNAUTHENTICATED.value[0]
     assert all(outcome == unauthenticated or isinstance(outcome, str) for outcome in outcomes), outcomes
     assert growth < MAX_GROWTH_MB, f"ingest grew {growth:.0f} MB for 20 refused calls"
     assert "Huge" not in guarded.log("ingest"), "no refused note reached the pipeline"
 
 
-async def test_unauthenticated_15_mb_calls_to_chat_cost_it_nothing(guarded: Cluster) -> None:
+async def test_unauthenticated_15_mb_calls_to_chat_cost_it_nothing(
+    guarded: Cluster, record_property: Callable[[str, object], None]
+) -> None:
     options = [("grpc.max_send_message_length", 64 * 1024 * 1024)]
 
     async def load() -> list[object]:
@@ -96,7 +100,7 @@ async def test_unauthenticated_15_mb_calls_to_chat_cost_it_nothing(guarded: Clus
             return list(await asyncio.gather(*(one() for _ in range(10))))
 
     growth, outcomes = await _peak_growth(guarded, "chat", load)
-    print(f"chat grew {growth:.1f} MB at most for 10 unauthenticated 15 MB GetConversation calls")
+    record_property("figures", f"chat grew {growth:.1f} MB at most (limit {MAX_GROWTH_MB} MB)")
     assert outcomes == ["refused"] * 10
     assert growth < MAX_GROWTH_MB, f"chat grew {growth:.0f} MB for 10 refused calls"
 
