@@ -34,7 +34,9 @@ async def guarded(postgres: Postgres, tmp_path_factory: pytest.TempPathFactory) 
     workdir = tmp_path_factory.mktemp("guarded")
     vault = workdir / "vault"
     write_vault(vault, 5, version="one")
-    handle = Cluster(workdir, postgres.dsn, vault, extra_env={"SECONDBRAIN_API_TOKEN": TOKEN})
+    # At debug, the most any part logs: still no credential.
+    env = {"SECONDBRAIN_API_TOKEN": TOKEN, "SECONDBRAIN_LOG_LEVEL": "DEBUG"}
+    handle = Cluster(workdir, postgres.dsn, vault, extra_env=env)
     handle.write_settings()
     await handle.migrate()
     try:
@@ -117,3 +119,16 @@ async def test_with_the_token_a_request_is_held_to_what_its_method_takes(guarded
         with pytest.raises(grpc.aio.AioRpcError) as not_found:
             await stub.GetConversation(chat.GetConversationRequest(id="x" * 1000), metadata=metadata, timeout=10)
         assert not_found.value.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT)
+
+
+async def test_no_part_logs_the_token_even_at_debug(guarded: Cluster) -> None:
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    async with httpx2.AsyncClient(base_url=guarded.gateway_url, headers=headers, timeout=60) as client:
+        assert (await client.get("/api/chat/options")).status_code == 200
+        assert (await client.get("/api/index/status")).status_code == 200
+        options = await call(client, "/secondbrain.chat.v1.ChatService/GetOptions", chat.GetOptionsRequest(), headers)
+        assert options.grpc_status == 0
+    assert '"level": "debug"' in guarded.log("chat"), "our services log at debug"
+    assert '"level":"info"' in guarded.log("envoy"), "Envoy logs at its most for our debug: info"
+    for part in ("ingest", "retrieve", "chat", "shim", "envoy"):
+        assert TOKEN not in guarded.log(part), f"the {part} log holds the token"
