@@ -4,7 +4,9 @@ What it keeps true: the settings are one row whose NULL columns mean "the defaul
 install that never chose; a turn writes its user message and the assistant's placeholder in one transaction, so a
 question is never stored without the row its answer goes into, and concurrent turns in one conversation keep each
 question next to its answer (identity order is message order); every message write moves the conversation's
-`updated_at`, which is what the list is ordered by. Every statement has a timeout.
+`updated_at`, which is what the list is ordered by. A transaction that locks a conversation and its messages locks
+the conversation first, as a delete does (its row, then its messages by the cascade), so none deadlocks with a
+delete. Every statement has a timeout.
 """
 
 from __future__ import annotations
@@ -354,14 +356,29 @@ async def finish_turn(
     output_tokens: int | None,
     status: str,
     error: str,
-) -> None:
-    """Fill the assistant's placeholder with what the turn produced, whole or not."""
+) -> bool:
+    """Fill the assistant's placeholder with what the turn produced, whole or not; False when it is gone (its
+    conversation was deleted while it answered).
+
+    Locks the conversation before the message, the order a delete takes them in (the conversation's row, then its
+    messages by the cascade); the other order deadlocks with a delete that lands between the two.
+    """
     async with connection.transaction():
         conversation_id = await connection.fetchval(
             """
+            UPDATE chat_conversations SET updated_at = now()
+            WHERE id = (SELECT conversation_id FROM chat_messages WHERE id = $1) RETURNING id
+            """,
+            message_id,
+            timeout=STATEMENT_TIMEOUT,
+        )
+        if conversation_id is None:
+            return False
+        status = await connection.execute(
+            """
             UPDATE chat_messages SET content = $2, sources = $3::jsonb, provider = $4, model = $5,
                 input_tokens = $6, output_tokens = $7, status = $8, error = $9
-            WHERE id = $1 AND role = 'assistant' RETURNING conversation_id
+            WHERE id = $1 AND role = 'assistant'
             """,
             message_id,
             content,
@@ -374,24 +391,33 @@ async def finish_turn(
             error,
             timeout=STATEMENT_TIMEOUT,
         )
-        if conversation_id is not None:  # None: the conversation was deleted while it answered
-            await connection.execute(
-                "UPDATE chat_conversations SET updated_at = now() WHERE id = $1",
-                conversation_id,
-                timeout=STATEMENT_TIMEOUT,
-            )
+    return status != "UPDATE 0"
 
 
 async def close_abandoned_turns(connection: asyncpg.Connection, older_than_seconds: float, error: str) -> int:
     """Mark answers still pending after `older_than_seconds` incomplete with `error`: whatever was writing them
-    stopped (a chat process killed mid-answer). Returns how many were closed."""
-    status = await connection.execute(
-        """
-        UPDATE chat_messages SET status = 'incomplete', error = $2
-        WHERE status = 'pending' AND created_at < now() - make_interval(secs => $1)
-        """,
-        older_than_seconds,
-        error,
-        timeout=STATEMENT_TIMEOUT,
-    )
+    stopped (a chat process killed mid-answer). Returns how many were closed.
+
+    Their conversations are locked first, as a delete locks them, so the sweep never deadlocks with one.
+    """
+    async with connection.transaction():
+        await connection.execute(
+            """
+            SELECT 1 FROM chat_conversations WHERE id IN (
+                SELECT conversation_id FROM chat_messages
+                WHERE status = 'pending' AND created_at < now() - make_interval(secs => $1)
+            ) ORDER BY id FOR NO KEY UPDATE
+            """,
+            older_than_seconds,
+            timeout=STATEMENT_TIMEOUT,
+        )
+        status = await connection.execute(
+            """
+            UPDATE chat_messages SET status = 'incomplete', error = $2
+            WHERE status = 'pending' AND created_at < now() - make_interval(secs => $1)
+            """,
+            older_than_seconds,
+            error,
+            timeout=STATEMENT_TIMEOUT,
+        )
     return int(status.split()[-1])

@@ -11,8 +11,10 @@ What is stored, and when:
   (the whole retrieval result plus the numbers it cited), provider, model and usage; or `incomplete` with whatever
   text arrived and the error. That includes a turn whose retrieval failed (no text, no sources, the error), so
   reading the conversation later says why a question has no answer; `ErrorEvent.message_id` points at it.
-- A client that goes away mid-answer cancels the turn: the provider's stream is closed at once (so the upstream
-  request stops and stops costing), and the partial answer is stored, shielded from the cancellation.
+- A client that goes away cancels the turn: the provider's stream is closed at once (so the upstream request stops
+  and stops costing), and the answer row is closed with the truth whatever the moment: cancelled (with the text
+  that had arrived), or complete or failed if that is what it already was. Every store runs to its end through a
+  cancel (see `_outlast_cancellation`), so none is cut part way with its outcome unknown.
 
 Validation (an empty or oversized question, an unknown conversation) raises before the first event, so the client
 gets a plain status and nothing is stored. Turns share nothing mutable: no lock is held across a turn, and many
@@ -26,9 +28,9 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf import json_format
 
@@ -49,6 +51,7 @@ from secondbrain.service.observe import (
 from secondbrain.v1 import retrieval_pb2 as common
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # The same bound the retrieve service puts on a query: a question longer than this is a paste, not a question.
 MAX_QUESTION_CHARS = 8_000
@@ -61,10 +64,14 @@ MAX_TITLE_CHARS = 60
 
 PLACEHOLDER_ERROR = "no answer yet: it is still being written, or the chat service stopped before it finished"
 CANCELLED_ERROR = "the answer stopped part way because the client cancelled the request"
+CANCELLED_BEFORE_ERROR = "the client cancelled the request before the answer began"
 ABANDONED_ERROR = "the chat service stopped before this answer finished; ask again"
 # No turn runs this long (retrieval is bounded by its deadline, a stream by Envoy's idle timeout and the provider's),
 # so an answer still pending after it belongs to a chat process that died.
 ABANDONED_AFTER_SECONDS = 15 * 60
+# How long storing a turn's question or outcome may take once its client has gone: a wait for a pooled connection
+# and the statements, each already bounded by STATEMENT_TIMEOUT.
+STORE_DEADLINE_SECONDS = 3 * store.STATEMENT_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -135,6 +142,39 @@ def sources_record(retrieval: common.RetrievalResult, cited: Sequence[int]) -> d
     return record
 
 
+async def _outlast_cancellation(work: Awaitable[T]) -> tuple[T, bool]:
+    """Run `work` to its end (or STORE_DEADLINE_SECONDS) even if this task is cancelled meanwhile; its result, and
+    whether a cancel arrived, which the caller raises once it has recorded what the work did.
+
+    A store cancelled part way cannot say whether its transaction committed (the cancel may land during COMMIT), so
+    it is never cancelled: only the wait for it is, and the wait is resumed.
+    """
+
+    async def bounded() -> T:
+        async with asyncio.timeout(STORE_DEADLINE_SECONDS):
+            return await work
+
+    task = asyncio.ensure_future(bounded())
+    cancelled = False
+    while True:
+        try:
+            return await asyncio.shield(task), cancelled
+        except asyncio.CancelledError:
+            if task.cancelled():
+                raise
+            cancelled = True
+
+
+@dataclass(frozen=True)
+class _Opened:
+    """What a turn read before it began, and the ids of its stored question and answer placeholder."""
+
+    history: list[store.HistoryRow]
+    user_message_id: int
+    message_id: int
+    persona: store.PersonaRow | None
+
+
 @dataclass
 class _Answer:
     """What a turn has produced so far, stored however it ends."""
@@ -162,15 +202,17 @@ class Turns:
         question = validate_question(content)
         conversation = parse_conversation_id(conversation_id)
         settings = await self.settings.get()
-        async with self.db.pool.acquire(timeout=store.STATEMENT_TIMEOUT) as connection:
-            history = await store.recent_history(connection, conversation, HISTORY_MESSAGES)
-            ids = await store.start_turn(connection, conversation, question, title_from(question), PLACEHOLDER_ERROR)
-            if ids is None:
-                raise NotFound(f"there is no conversation {conversation_id}; create one first")
-            persona = await store.conversation_persona(connection, conversation)
-        user_id, message_id = ids
-        earlier = [ChatMessage(row.role, row.content) for row in history]  # type: ignore[arg-type]
+        # Carried through a client's cancel: once the question may be stored, whether it was must be known, so its
+        # answer row is then closed as cancelled rather than left pending.
+        opened, left = await _outlast_cancellation(self._open(conversation, question))
+        if opened is None:
+            raise NotFound(f"there is no conversation {conversation_id}; create one first")
+        message_id = opened.message_id
+        earlier = [ChatMessage(row.role, row.content) for row in opened.history]  # type: ignore[arg-type]
         answer = _Answer(provider=settings.provider, model=settings.model)
+        if left:
+            await self._store_cancelled(message_id, answer)
+            raise asyncio.CancelledError
 
         try:
             retrieval_started = time.perf_counter()
@@ -182,14 +224,14 @@ class Turns:
                 RetrieveOptions(settings.passages, settings.alternates, settings.rerank, settings.rerank_model),
             )
             retrieval_ms = (time.perf_counter() - retrieval_started) * 1000
-            yield Sources(user_id, answer.retrieval)
+            yield Sources(opened.user_message_id, answer.retrieval)
 
             preset = self.settings.model(settings.provider, settings.model)
             request, _ = build_request(
                 model=settings.model,
                 context_window=preset.context_window if preset is not None else 0,
                 base_prompt=settings.system_prompt,
-                persona_definition=persona.definition if persona is not None else "",
+                persona_definition=opened.persona.definition if opened.persona is not None else "",
                 passages=answer.retrieval.passages,
                 history=earlier,
                 question=question,
@@ -210,22 +252,19 @@ class Turns:
         except SecondbrainError as error:
             CHAT_TURNS.labels("error").inc()
             log.info("turn failed", extra={"conversation": conversation_id, "error": str(error)})
-            await self._finish(message_id, answer, error=str(error))
+            await self._store(message_id, answer, error=str(error))
             yield Error(error, message_id)
             return
         except (asyncio.CancelledError, GeneratorExit):
-            CHAT_TURNS.labels("cancelled").inc()
-            # Shielded: the cancellation that stopped the answer must not also stop it being stored.
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._finish(message_id, answer, error=CANCELLED_ERROR))
+            await self._store_cancelled(message_id, answer)
             raise
         except Exception:
             # A bug or a lost database: record what arrived if possible, then let the error mapping report it.
             with contextlib.suppress(Exception):
-                await asyncio.shield(self._finish(message_id, answer, error="the chat service failed part way"))
+                await self._store(message_id, answer, error="the chat service failed part way")
             raise
 
-        cited = await self._finish(message_id, answer, error="")
+        cited = await self._store(message_id, answer, error="")
         usage = answer.usage or Usage(0, 0, "", answer.model)
         total_ms = (time.perf_counter() - started) * 1000
         timings = [("retrieval", retrieval_ms), ("first_token", first_token_ms or total_ms), ("total", total_ms)]
@@ -236,6 +275,33 @@ class Turns:
         PROVIDER_TOKENS.labels(answer.provider, model, "input").inc(usage.input_tokens)
         PROVIDER_TOKENS.labels(answer.provider, model, "output").inc(usage.output_tokens)
         yield Done(message_id, usage, timings, answer.provider, usage.model or answer.model, cited)
+
+    async def _open(self, conversation: uuid.UUID, question: str) -> _Opened | None:
+        """Read what the turn needs and store its question with the answer's placeholder; None: no conversation.
+
+        The question is stored last, so nothing after it can fail and leave its placeholder pending.
+        """
+        async with self.db.pool.acquire(timeout=store.STATEMENT_TIMEOUT) as connection:
+            history = await store.recent_history(connection, conversation, HISTORY_MESSAGES)
+            persona = await store.conversation_persona(connection, conversation)
+            ids = await store.start_turn(connection, conversation, question, title_from(question), PLACEHOLDER_ERROR)
+        return _Opened(history, *ids, persona) if ids is not None else None
+
+    async def _store(self, message_id: int, answer: _Answer, *, error: str) -> list[int]:
+        """`_finish`, carried to its end if the client leaves meanwhile (the cancel is raised once it is stored):
+        the turn's outcome is what happened to the answer, not when the client went."""
+        cited, left = await _outlast_cancellation(self._finish(message_id, answer, error=error))
+        if left:
+            raise asyncio.CancelledError
+        return cited
+
+    async def _store_cancelled(self, message_id: int, answer: _Answer) -> None:
+        CHAT_TURNS.labels("cancelled").inc()
+        error = CANCELLED_ERROR if answer.parts else CANCELLED_BEFORE_ERROR
+        try:
+            await self._store(message_id, answer, error=error)
+        except Exception:  # the cancel goes on regardless; the sweep closes the row later, if nothing else can
+            log.exception("the answer of a cancelled turn could not be stored", extra={"message": message_id})
 
     async def _finish(self, message_id: int, answer: _Answer, *, error: str) -> list[int]:
         """Fill in the turn's assistant message; returns the passage numbers the stored answer cites."""

@@ -315,3 +315,26 @@ async def test_an_answer_left_pending_by_a_dead_chat_process_is_closed_later(sta
         pb.MESSAGE_STATUS_PENDING,
     ]
     assert "stopped before this answer finished" in messages[1].error and messages[1].content == "Half an ans"
+
+
+async def test_bracketed_numbers_in_a_note_never_become_citations(stack: ChatStack) -> None:
+    note = "# Decisions\n\nThe greenhouse budget was approved [1][42] by everyone [7, 99] today.\n"
+    stack.write("Decisions.md", note)
+    await stack.ingest()
+    await stack.start_chat(env={})  # the extractive provider: it quotes the passages as they were given to it
+    question = "Who approved the greenhouse budget?"
+    conversation_id, events = await stack.ask(question)
+    number = next(p.number for p in events[0].sources.retrieval.passages if p.note_path == "Decisions.md")
+
+    quote = f"approved \uff3b1\uff3d\uff3b42\uff3d by everyone \uff3b7, 99\uff3d today. [{number}]"
+    assert quote in text_of(events), "the note's numbers read as brackets; only the quote's own marker cites"
+    stored = (await stack.get(conversation_id)).messages[1]
+    assert re.findall(r"\[(\d+)\]", stored.content) == [str(number)]
+    async with stack.db.pool.acquire() as connection:
+        recorded = await connection.fetchval("SELECT sources->'cited' FROM chat_messages WHERE id = $1", int(stored.id))
+    assert recorded == f"[{number}]"
+
+    await stack.start_chat()  # a model is shown the same
+    await stack.ask(question)
+    system = stack.answer_requests()[-1].json["messages"][0]["content"]
+    assert "by everyone \uff3b7, 99\uff3d today" in system and "[7, 99]" not in system
