@@ -24,6 +24,7 @@ import numpy as np
 from bench.report import table, write_section
 from secondbrain.config import Config, EmbeddingSection, load_config
 from secondbrain.db import Database
+from secondbrain.db.embedding_model import ModelRecord
 from secondbrain.embedding import create_embedder
 from secondbrain.embedding.base import Embedder
 from secondbrain.ingest import store as ingest_store
@@ -67,7 +68,7 @@ async def load(db: Database, chunks: int, seed: int = 11) -> list[str]:
         # Building HNSW once after the load is much faster than growing it row by row; same definition as 0001.
         await connection.execute(f"DROP INDEX {INDEX}")
         await ingest_store.switch_model(
-            connection, ingest_store.ModelRecord("local", "sentence-transformers/all-MiniLM-L6-v2", DIMENSION)
+            connection, ModelRecord("local", "sentence-transformers/all-MiniLM-L6-v2", DIMENSION)
         )
         for note in range(chunks // CHUNKS_PER_NOTE):
             rows = [

@@ -25,6 +25,7 @@ import numpy as np
 
 from secondbrain.config import EmbeddingSection, IngestSection, load_vault_config
 from secondbrain.db import Database
+from secondbrain.db.embedding_model import ModelRecord, current_model
 from secondbrain.embedding.base import Embedder
 from secondbrain.errors import (
     FailedPrecondition,
@@ -93,7 +94,7 @@ class Totals:
 class SyncStarted:
     vault_path: str
     files_seen: int
-    model: store.ModelRecord
+    model: ModelRecord
     reembed_reason: str
 
 
@@ -178,7 +179,7 @@ class Ingestor:
             return budget
         return replace(budget, max_tokens=budget.max_tokens - CONTEXT_TOKENS)
 
-    async def model(self) -> store.ModelRecord:
+    async def model(self) -> ModelRecord:
         """The embedder's model. Known models need nothing loaded, so a sync with nothing to embed stays fast; an
         unknown remote model is asked for its dimension once."""
         try:
@@ -186,7 +187,7 @@ class Ingestor:
         except FailedPrecondition:
             await self.embedder.ensure_ready()
             dimension = self.embedder.dimension
-        return store.ModelRecord(self.embedder.provider, self.embedder.model, dimension)
+        return ModelRecord(self.embedder.provider, self.embedder.model, dimension)
 
     # Preparing ---------------------------------------------------------------------------------------------------
 
@@ -287,11 +288,11 @@ class Ingestor:
 
     # Model -------------------------------------------------------------------------------------------------------
 
-    async def _ensure_model(self, model: store.ModelRecord) -> str:
+    async def _ensure_model(self, model: ModelRecord) -> str:
         """Record the embedder's model; when it differs from the index's, clear the old vectors. Returns why every
         note must be re-embedded, or '' when none must."""
         async with self.db.pool.acquire() as connection:
-            stored = await store.current_model(connection)
+            stored = await current_model(connection)
             if stored == model:
                 return ""
             await store.switch_model(connection, model)
@@ -623,7 +624,7 @@ class Ingestor:
         text = markdown.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
         model = await self.model()
         async with self.db.pool.acquire() as connection:
-            stored = await store.current_model(connection)
+            stored = await current_model(connection)
             known = await store.fetch_file(connection, path)
         if stored is not None and stored != model:
             raise FailedPrecondition(

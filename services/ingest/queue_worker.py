@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 
+from secondbrain.db.embedding_model import current_model
 from secondbrain.errors import SecondbrainError
 from secondbrain.ingest import store
 from secondbrain.ingest.pipeline import Ingestor
@@ -46,7 +47,7 @@ async def run_queue_worker(ingestor: Ingestor) -> None:
                 try:
                     model = await ingestor.model()
                     async with ingestor.db.pool.acquire() as connection:
-                        current = await store.current_model(connection)
+                        current = await current_model(connection)
                     if current is not None and current != model:
                         if not mismatch_logged:
                             log.warning(

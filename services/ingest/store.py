@@ -17,6 +17,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 
+from secondbrain.db.embedding_model import ModelRecord, current_model
 from secondbrain.errors import ConfigError
 from secondbrain.ingest.note import WikiLink
 
@@ -69,17 +70,6 @@ class NoteRow:
     status_reason: str = ""
     links: list[WikiLink] = field(default_factory=list)
     chunks: list[ChunkRow] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class ModelRecord:
-    provider: str
-    name: str
-    dimension: int
-
-    @property
-    def identity(self) -> str:
-        return f"{self.provider}:{self.name}"
 
 
 def to_datetime(timestamp: float) -> datetime:
@@ -243,11 +233,6 @@ async def rename_notes(connection: asyncpg.Connection, renames: dict[str, str]) 
             pairs,
         )
         await connection.executemany("DELETE FROM vault_files WHERE path = $1", [(old,) for old, _ in pairs])
-
-
-async def current_model(connection: asyncpg.Connection) -> ModelRecord | None:
-    row = await connection.fetchrow("SELECT provider, name, dimension FROM embedding_model")
-    return None if row is None else ModelRecord(row["provider"], row["name"], row["dimension"])
 
 
 async def switch_model(connection: asyncpg.Connection, model: ModelRecord) -> None:

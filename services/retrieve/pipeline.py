@@ -17,9 +17,9 @@ import numpy as np
 
 from secondbrain.config import RetrieveSection
 from secondbrain.db import Database
+from secondbrain.db.embedding_model import ModelRecord, current_model
 from secondbrain.embedding import Embedder
 from secondbrain.errors import InvalidInput, ResourceExhausted, SecondbrainError
-from secondbrain.ingest import store as ingest_store
 from secondbrain.llm import ChatMessage
 from secondbrain.retrieve import store
 from secondbrain.retrieve.condense import Condenser, PlannedQuery
@@ -193,11 +193,11 @@ class Retriever:
         if self.embedder is None:
             return None, self.embedder_unavailable_reason, ""
         async with self.db.pool.acquire() as connection:
-            indexed = await ingest_store.current_model(connection)
+            indexed = await current_model(connection)
         if indexed is None:
             return None, "nothing has been embedded yet: sync the vault first", ""
         try:
-            ours = ingest_store.ModelRecord(self.embedder.provider, self.embedder.model, self.embedder.dimension)
+            ours = ModelRecord(self.embedder.provider, self.embedder.model, self.embedder.dimension)
         except SecondbrainError as error:
             return None, f"the embedder is not ready: {error}", ""
         if ours != indexed:
