@@ -1,5 +1,13 @@
 # secondbrain: the two commands are `make run` and `make test`. Everything else here is what they are made of.
 
+# Strict shell: a recipe stops at its first failing command, unset variable or failing stage of a pipe; a target
+# whose recipe fails is deleted, so a half-written file is never taken as up to date; no implicit rules, and a
+# warning for any variable used before it is set.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DELETE_ON_ERROR:
+MAKEFLAGS += --warn-undefined-variables --no-builtin-rules
+
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -69,11 +77,17 @@ check-generated: generate ## Fail when the committed generated code is stale
 		echo "gen/ is stale: run 'make generate' and commit the result"; exit 1; \
 	fi
 
-lint: setup ## ruff, buf lint and buf format, hadolint
+# What `buf breaking` compares the protos with: main, read from this clone's own .git (offline, no BSR). On main
+# itself that compares main with main, which passes. A checkout with no local main (a detached CI checkout) can say
+# BUF_AGAINST='.git#ref=origin/main'.
+BUF_AGAINST ?= .git\#branch=main
+
+lint: setup ## ruff, buf lint, buf format and buf breaking (against main), hadolint
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BUF) lint
 	$(BUF) format --diff --exit-code
+	$(BUF) breaking --against '$(BUF_AGAINST)'
 	$(BIN)/hadolint Dockerfile
 
 format: setup ## Rewrite Python and proto files in the house style
@@ -94,6 +108,7 @@ eval-scifact: setup ## Score retrieval on BEIR SciFact (SCIFACT=path); the corpu
 	$(BIN)/secondbrain eval --beir "$(SCIFACT)"
 
 LOAD_SECONDS ?= 60
+RECORD ?=
 reliability: setup ## Faults, bad input and load (LOAD_SECONDS, default 60; 300 for the full run), with a table of what held
 	$(BIN)/python -m bench.reliability --load-seconds $(LOAD_SECONDS) $(if $(RECORD),--record)
 

@@ -87,7 +87,15 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "Ask; the answer streams as events: sources, then delta..., then done (or error)",
         "chat",
     ),
-    Endpoint("GET", "/api/search", "retrieve", "Search", "Find notes by keyword, meaning or both", "retrieve"),
+    Endpoint(
+        "GET",
+        "/api/search",
+        "retrieve",
+        "Search",
+        # The arms' names in our code (lexical, vector, hybrid), beside the proto's enum values (kept for clients).
+        "Find notes: lexical (SEARCH_MODE_KEYWORD), vector (SEARCH_MODE_SEMANTIC) or hybrid, both fused (the default)",
+        "retrieve",
+    ),
     Endpoint(
         "POST",
         "/api/retrieve",

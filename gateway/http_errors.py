@@ -1,13 +1,16 @@
-"""gRPC status codes as HTTP statuses, and the one JSON error body the shim sends.
+"""gRPC status codes as HTTP statuses, the one JSON error body the shim sends, and what a failed call means to an
+HTTP client.
 
 The mapping is the one Google's HTTP APIs and grpc-gateway use, so a client that knows either knows this one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import grpc
+from starlette.responses import JSONResponse
 
 HTTP_STATUS: dict[grpc.StatusCode, int] = {
     grpc.StatusCode.OK: 200,
@@ -28,6 +31,9 @@ HTTP_STATUS: dict[grpc.StatusCode, int] = {
     grpc.StatusCode.DATA_LOSS: 500,
     grpc.StatusCode.UNAUTHENTICATED: 401,
 }
+
+# What a gRPC channel says when nothing listens at the address.
+_UNREACHABLE = ("failed to connect", "connection refused", "connections to all backends failing", "dns resolution")
 
 # Worth trying again as it is: the same request may succeed later.
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED})
@@ -60,3 +66,36 @@ def error_body(code: grpc.StatusCode, message: str, status: int | None = None) -
             "retryable": code in RETRYABLE,
         }
     }
+
+
+class HttpError(Exception):
+    """A request the shim answers with an error body: the gRPC code, and `status` where HTTP has a more exact one."""
+
+    def __init__(self, code: grpc.StatusCode, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+
+
+def error_response(
+    code: grpc.StatusCode, message: str, headers: Mapping[str, str] | None = None, status: int | None = None
+) -> JSONResponse:
+    status = status or HTTP_STATUS.get(code, 500)
+    return JSONResponse(error_body(code, message, status), status_code=status, headers=headers)
+
+
+def not_found(path: str) -> JSONResponse:
+    message = f"nothing is served at {path}; the API is listed at /api/openapi.json"
+    return error_response(grpc.StatusCode.NOT_FOUND, message)
+
+
+def from_rpc_error(error: grpc.aio.AioRpcError, service: str, address: str) -> HttpError:
+    """A failed call to `service` at `address`; a service that is not listening is named, with how to start it."""
+    code, details = error.code(), error.details() or ""
+    if code == grpc.StatusCode.UNAVAILABLE and any(sign in details.lower() for sign in _UNREACHABLE):
+        details = (
+            f"the {service} service is not answering at {address}: start it (`secondbrain up` runs everything), "
+            "then try again"
+        )
+    return HttpError(code, details or code.name)

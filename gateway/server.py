@@ -14,10 +14,12 @@ import uvicorn
 
 from secondbrain.config import Config, Settings
 from secondbrain.errors import Unavailable
+from secondbrain.gateway.backends import Backends
 from secondbrain.gateway.endpoints import SERVICES
 from secondbrain.gateway.envoy import command, prepare
 from secondbrain.gateway.envoy_config import envoy_workdir, local_layout, render
-from secondbrain.gateway.shim import BODY_TIMEOUT_SECONDS, Backends, create_app
+from secondbrain.gateway.request_message import BODY_TIMEOUT_SECONDS
+from secondbrain.gateway.shim import create_app
 from secondbrain.jsonlog import configure_logging
 from secondbrain.service.tracing import configure_tracing
 

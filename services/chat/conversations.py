@@ -23,7 +23,7 @@ from secondbrain.errors import InvalidInput, NotFound
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
 MAX_TITLE_CHARS = 200
-UPDATABLE = ("title", "persona_id")
+UPDATABLE = store.CONVERSATION_COLUMNS
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -99,7 +99,7 @@ class Conversations:
             row = await store.get_conversation(connection, identifier)
             if row is None:
                 raise NotFound(f"there is no conversation {conversation_id}")
-            return Conversation(row, await store.messages(connection, identifier))
+            return Conversation(row, await store.list_messages(connection, identifier))
 
     async def update(
         self, conversation_id: str, title: str, persona_id: str, fields: Collection[str]

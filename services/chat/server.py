@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Mapping
@@ -81,8 +80,10 @@ async def _close_when_stopped(chat: Chat) -> None:
     try:
         await asyncio.Event().wait()
     finally:
-        with contextlib.suppress(Exception):
+        try:
             await chat.close()
+        except Exception:  # the server stops regardless; what failed is logged, not lost
+            log.exception("closing the chat's channel to the retrieve service failed")
 
 
 async def create_server(address: str, deps: ServiceDeps, chat: Chat | None = None) -> RunningServer:

@@ -16,7 +16,7 @@ from google.protobuf import json_format
 from secondbrain.chat import store
 from secondbrain.chat.app import Chat
 from secondbrain.chat.rate_limit import RateLimiter, client_of
-from secondbrain.chat.settings import SETTABLE, Options, Settings
+from secondbrain.chat.settings import SETTABLE, ResolvedSettings, SettingsChoices
 from secondbrain.chat.turn import Delta, Done, Error, Sources, TurnEvent
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
@@ -36,7 +36,7 @@ STATUSES = {
 RETRYABLE = (Unavailable, ResourceExhausted)
 
 
-def settings_message(settings: Settings) -> pb.Settings:
+def settings_message(settings: ResolvedSettings) -> pb.Settings:
     return pb.Settings(
         provider=settings.provider,
         model=settings.model,
@@ -50,7 +50,7 @@ def settings_message(settings: Settings) -> pb.Settings:
     )
 
 
-def options_message(options: Options) -> pb.GetOptionsResponse:
+def options_message(options: SettingsChoices) -> pb.GetOptionsResponse:
     return pb.GetOptionsResponse(
         providers=[
             pb.Provider(

@@ -35,7 +35,7 @@ MAX_NAME_CHARS = 200
 
 
 @dataclass(frozen=True)
-class Settings:
+class ResolvedSettings:
     """The settings in effect: every default resolved."""
 
     provider: str
@@ -58,10 +58,12 @@ class Persona:
 
 
 @dataclass(frozen=True)
-class Options:
+class SettingsChoices:
+    """What the settings are chosen from (GetOptions): every provider, the personas, and the defaults."""
+
     providers: list[ProviderOption]
     personas: list[Persona]
-    defaults: Settings
+    defaults: ResolvedSettings
 
 
 def _text(name: str, value: Any, limit: int) -> str | None:
@@ -105,7 +107,7 @@ class ChatSettings:
         """The vault's `chat.system_prompt` when it sets one, else the prompt shipped with secondbrain."""
         return self.chat.system_prompt or DEFAULT_SYSTEM_PROMPT
 
-    def resolve(self, row: store.SettingsRow) -> Settings:
+    def resolve(self, row: store.SettingsRow) -> ResolvedSettings:
         """The settings in effect for a stored row."""
         if row.provider is not None:
             provider = row.provider
@@ -115,7 +117,7 @@ class ChatSettings:
         else:
             choice = self.catalog.default()
             provider, model = choice.provider, row.model or choice.model
-        return Settings(
+        return ResolvedSettings(
             provider=provider,
             model=model,
             persona_id=row.persona_id or "",
@@ -127,7 +129,7 @@ class ChatSettings:
             rerank_model=row.rerank_model or self.retrieve.reranker.model or "",
         )
 
-    def defaults(self) -> Settings:
+    def defaults(self) -> ResolvedSettings:
         """What a fresh install starts with."""
         return self.resolve(store.SettingsRow())
 
@@ -136,13 +138,13 @@ class ChatSettings:
         preset = self.catalog.presets.provider(provider)
         return preset.model(model) if preset is not None else None
 
-    async def get(self) -> Settings:
+    async def get(self) -> ResolvedSettings:
         async with self.db.pool.acquire(timeout=store.STATEMENT_TIMEOUT) as connection:
             return self.resolve(await store.fetch_settings(connection))
 
     async def update(
         self, values: Mapping[str, Any], fields: Collection[str], *, reset_system_prompt: bool = False
-    ) -> Settings:
+    ) -> ResolvedSettings:
         """Change the `fields` of the settings to `values` (every settable field when `fields` is empty).
 
         Raises InvalidInput naming the choices for an unknown provider, model or persona, and for values out of
@@ -175,8 +177,8 @@ class ChatSettings:
         return self.resolve(row)
 
     async def _check_persona(self, connection: asyncpg.Connection, persona_id: str) -> None:
-        if await store.persona(connection, persona_id) is None:
-            known = ", ".join(p.id for p in await store.personas(connection))
+        if await store.get_persona(connection, persona_id) is None:
+            known = ", ".join(p.id for p in await store.list_personas(connection))
             raise InvalidInput(f"unknown persona {persona_id!r}; choose one of: {known}")
 
     async def check_persona(self, persona_id: str) -> None:
@@ -184,9 +186,9 @@ class ChatSettings:
         async with self.db.pool.acquire(timeout=store.STATEMENT_TIMEOUT) as connection:
             await self._check_persona(connection, persona_id)
 
-    async def options(self) -> Options:
+    async def options(self) -> SettingsChoices:
         """Every provider (available or not, and what would make it available), the personas, the defaults."""
         async with self.db.pool.acquire(timeout=store.STATEMENT_TIMEOUT) as connection:
-            rows = await store.personas(connection)
+            rows = await store.list_personas(connection)
         personas = [Persona(row.id, row.name, row.role, row.source) for row in rows]
-        return Options(providers=self.catalog.options(), personas=personas, defaults=self.defaults())
+        return SettingsChoices(providers=self.catalog.options(), personas=personas, defaults=self.defaults())

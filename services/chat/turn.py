@@ -60,7 +60,8 @@ HISTORY_MESSAGES = 200
 # Retrieve condenses against the last few turns only (and caps what it accepts), so it is sent only those, each cut.
 RETRIEVE_HISTORY_MESSAGES = 12
 RETRIEVE_HISTORY_CHARS = 2_000
-MAX_TITLE_CHARS = 60
+# A title made from a first question is cut this short (a title a person gives may be longer: conversations.py).
+QUESTION_TITLE_CHARS = 60
 
 PLACEHOLDER_ERROR = "no answer yet: it is still being written, or the chat service stopped before it finished"
 CANCELLED_ERROR = "the answer stopped part way because the client cancelled the request"
@@ -113,9 +114,9 @@ TurnEvent = Sources | Delta | Done | Error
 def title_from(question: str) -> str:
     """A conversation's title from its first question: its first line, whitespace collapsed, cut at a word."""
     line = " ".join(question.strip().splitlines()[0].split()) if question.strip() else ""
-    if len(line) <= MAX_TITLE_CHARS:
+    if len(line) <= QUESTION_TITLE_CHARS:
         return line
-    cut = line[: MAX_TITLE_CHARS - 1].rsplit(" ", 1)[0] or line[: MAX_TITLE_CHARS - 1]
+    cut = line[: QUESTION_TITLE_CHARS - 1].rsplit(" ", 1)[0] or line[: QUESTION_TITLE_CHARS - 1]
     return cut.rstrip(" ,;:") + "…"
 
 
@@ -260,8 +261,10 @@ class Turns:
             raise
         except Exception:
             # A bug or a lost database: record what arrived if possible, then let the error mapping report it.
-            with contextlib.suppress(Exception):
+            try:
                 await self._store(message_id, answer, error="the chat service failed part way")
+            except Exception:  # the first failure is the one to report; this one is logged beside it
+                log.exception("the answer of a failed turn could not be stored", extra={"message": message_id})
             raise
 
         cited = await self._store(message_id, answer, error="")

@@ -13,7 +13,7 @@ from openapi_spec_validator import validate as validate_openapi
 
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.gateway.proto_json import to_json
-from secondbrain.gateway.shim import MAX_BODY_BYTES
+from secondbrain.gateway.request_message import MAX_BODY_BYTES
 from tests.chat.conftest import eventually
 from tests.gateway.conftest import Gateway, ServerSentEvent, parse_sse
 from tests.wire import Reply

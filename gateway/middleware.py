@@ -1,0 +1,86 @@
+"""The shim's two pure ASGI middlewares (they never buffer a stream): security headers on every response, and the
+bearer token in front of `/api/`."""
+
+from __future__ import annotations
+
+import grpc
+from starlette.datastructures import MutableHeaders
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as AsgiMessage
+
+from secondbrain.gateway.http_errors import error_response
+from secondbrain.service.auth import HEADER, REFUSED, token_matches
+
+# What `/api/` serves without the token: the API's description holds no data, and a client needs it to learn
+# how to authenticate. (The UI's static files are outside `/api/` and open too: they hold no data either.)
+OPEN_API_PATHS = frozenset({"/api/openapi.json"})
+# The built UI loads one script and one stylesheet from its own origin and calls only that origin (grpc-web and
+# /api/), with nothing inline; nothing the shim serves may be framed, and a JSON body cannot turn into a page.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "content-security-policy": CONTENT_SECURITY_POLICY,
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+}
+
+
+class SecurityHeaders:
+    """Pure ASGI middleware: SECURITY_HEADERS on every response the shim sends, the UI's pages and the API's
+    answers (errors and refusals included), unless a response set its own."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: AsgiMessage) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers.setdefault(name, value)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class TokenGuard:
+    """Pure ASGI middleware (it never buffers a stream): `/api/` needs the token when one is configured, except
+    OPEN_API_PATHS; a preflight that reached here came from an origin Envoy does not allow, and is refused with the
+    fix."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        if request.method == "OPTIONS":
+            origin = request.headers.get("origin", "(no origin)")
+            response = error_response(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"cross-origin requests from {origin} are not allowed: add it to SECONDBRAIN_CORS_ORIGINS "
+                "(comma-separated) and restart the gateway",
+            )
+        elif (
+            self.token
+            and request.url.path.startswith("/api/")
+            and request.url.path not in OPEN_API_PATHS
+            and not token_matches(request.headers.get(HEADER), self.token)
+        ):
+            response = error_response(
+                grpc.StatusCode.UNAUTHENTICATED, REFUSED, headers={"WWW-Authenticate": 'Bearer realm="secondbrain"'}
+            )
+        else:
+            await self.app(scope, receive, send)
+            return
+        await response(scope, receive, send)

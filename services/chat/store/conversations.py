@@ -1,0 +1,115 @@
+"""Conversations: listed by keyset pages in the order of their index, created, read, changed and deleted."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from secondbrain.chat.store.sql import STATEMENT_TIMEOUT, set_clause
+
+# The columns of chat_conversations a person can change.
+CONVERSATION_COLUMNS = ("title", "persona_id")
+
+
+@dataclass(frozen=True)
+class ConversationRow:
+    id: uuid.UUID
+    title: str
+    persona_id: str | None
+    created_at: datetime
+    updated_at: datetime
+    message_count: int
+
+
+_CONVERSATION_SELECT = """
+    c.id, c.title, c.persona_id, c.created_at, c.updated_at,
+    (SELECT count(*) FROM chat_messages m WHERE m.conversation_id = c.id)::int AS message_count
+"""
+
+
+def _conversation(row: asyncpg.Record) -> ConversationRow:
+    return ConversationRow(
+        row["id"], row["title"], row["persona_id"], row["created_at"], row["updated_at"], row["message_count"]
+    )
+
+
+async def list_conversations(
+    connection: asyncpg.Connection, limit: int, after: tuple[datetime, uuid.UUID] | None
+) -> list[ConversationRow]:
+    """Up to `limit` conversations, most recently updated first, starting after the keyset `after`.
+
+    The order (updated_at DESC, id ASC) is the index's, so a page is an index range scan however deep it is, and a
+    conversation created or deleted between pages neither repeats nor skips another.
+    """
+    if after is None:
+        rows = await connection.fetch(
+            f"SELECT {_CONVERSATION_SELECT} FROM chat_conversations c ORDER BY c.updated_at DESC, c.id LIMIT $1",
+            limit,
+            timeout=STATEMENT_TIMEOUT,
+        )
+    else:
+        rows = await connection.fetch(
+            f"""
+            SELECT {_CONVERSATION_SELECT} FROM chat_conversations c
+            WHERE c.updated_at < $2 OR (c.updated_at = $2 AND c.id > $3)
+            ORDER BY c.updated_at DESC, c.id LIMIT $1
+            """,
+            limit,
+            *after,
+            timeout=STATEMENT_TIMEOUT,
+        )
+    return [_conversation(row) for row in rows]
+
+
+async def create_conversation(connection: asyncpg.Connection, title: str, persona_id: str | None) -> ConversationRow:
+    row = await connection.fetchrow(
+        f"""
+        WITH c AS (INSERT INTO chat_conversations (title, persona_id) VALUES ($1, $2) RETURNING *)
+        SELECT {_CONVERSATION_SELECT} FROM c
+        """,
+        title,
+        persona_id,
+        timeout=STATEMENT_TIMEOUT,
+    )
+    return _conversation(row)
+
+
+async def get_conversation(connection: asyncpg.Connection, conversation_id: uuid.UUID) -> ConversationRow | None:
+    row = await connection.fetchrow(
+        f"SELECT {_CONVERSATION_SELECT} FROM chat_conversations c WHERE c.id = $1",
+        conversation_id,
+        timeout=STATEMENT_TIMEOUT,
+    )
+    return _conversation(row) if row is not None else None
+
+
+async def update_conversation(
+    connection: asyncpg.Connection, conversation_id: uuid.UUID, changes: Mapping[str, Any]
+) -> ConversationRow | None:
+    """Set `title` and/or `persona_id`; None when there is no such conversation."""
+    assignments, values = set_clause(changes, CONVERSATION_COLUMNS, 2, "conversation")
+    row = await connection.fetchrow(
+        f"""
+        WITH c AS (
+            UPDATE chat_conversations SET {assignments} WHERE id = $1 RETURNING *
+        )
+        SELECT {_CONVERSATION_SELECT} FROM c
+        """,
+        conversation_id,
+        *values,
+        timeout=STATEMENT_TIMEOUT,
+    )
+    return _conversation(row) if row is not None else None
+
+
+async def delete_conversation(connection: asyncpg.Connection, conversation_id: uuid.UUID) -> bool:
+    """Delete a conversation; its messages go with it (ON DELETE CASCADE). False when there was none."""
+    status = await connection.execute(
+        "DELETE FROM chat_conversations WHERE id = $1", conversation_id, timeout=STATEMENT_TIMEOUT
+    )
+    return status != "DELETE 0"
