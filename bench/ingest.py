@@ -22,8 +22,9 @@ from secondbrain.config import EmbeddingSection, IngestSection, load_settings
 from secondbrain.db import Database
 from secondbrain.embedding import Embedder, create_embedder
 from secondbrain.ingest.chunker import ChunkBudget, chunk_note
+from secondbrain.ingest.events import SyncFinished
 from secondbrain.ingest.note import parse_note
-from secondbrain.ingest.pipeline import Ingestor, SyncFinished
+from secondbrain.ingest.pipeline import Ingestor
 from tests.wire import OllamaServer
 
 OBSIDIAN_HELP = Path(__file__).resolve().parents[2] / "shared" / "data" / "vaults" / "obsidian-help"

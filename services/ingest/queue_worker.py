@@ -2,9 +2,9 @@
 
 A sync (started on any ingest process, or in a CLI process) walks the vault and queues the files that may have
 changed; this worker, running in each ingest server, wakes on the queue's notification (or every few seconds, in
-case one was missed) and works through what it can claim. Claims use FOR UPDATE SKIP LOCKED, so each file is
-processed by one process. A worker whose embedding model differs from the index's claims nothing: vectors of two
-models are never mixed.
+case one was missed) and works through what it can claim (`queue.WorkQueue.work`). Claims use FOR UPDATE SKIP
+LOCKED, so each file is processed by one process. A worker whose embedding model differs from the index's claims
+nothing: vectors of two models are never mixed.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ async def run_queue_worker(ingestor: Ingestor) -> None:
                             mismatch_logged = True
                         continue
                     mismatch_logged = False
-                    finished = await ingestor.work()
+                    finished = await ingestor.queue.work()
                     async with ingestor.db.pool.acquire() as connection:
                         INGEST_QUEUE_DEPTH.set(await store.queue_depth(connection))
                     if finished:
@@ -67,5 +67,10 @@ async def run_queue_worker(ingestor: Ingestor) -> None:
                 except Exception:
                     log.exception("sync queue work failed")
         finally:
-            with contextlib.suppress(Exception):
+            try:
                 await listener.remove_listener(store.QUEUE_CHANNEL, wake_up)
+            except Exception:
+                log.warning(
+                    "could not stop listening for queued syncs; the connection goes back to the pool, which resets it",
+                    exc_info=True,
+                )

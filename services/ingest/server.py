@@ -13,7 +13,8 @@ from secondbrain.db import Database
 from secondbrain.embedding import create_embedder
 from secondbrain.errors import FailedPrecondition, SecondbrainError
 from secondbrain.ingest.enrich import Contextualizer
-from secondbrain.ingest.pipeline import Ingestor, SyncFinished
+from secondbrain.ingest.events import SyncFinished
+from secondbrain.ingest.pipeline import Ingestor
 from secondbrain.ingest.queue_worker import run_queue_worker
 from secondbrain.ingest.servicer import SERVICE_NAME, IngestServicer
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc

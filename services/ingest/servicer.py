@@ -8,9 +8,11 @@ from pathlib import Path
 import grpc
 
 from secondbrain.config import Config
+from secondbrain.db.embedding_model import ModelRecord
 from secondbrain.errors import InvalidInput
 from secondbrain.ingest import store
-from secondbrain.ingest.pipeline import FileDone, Ingestor, Outcome, SyncFinished, SyncStarted, Totals
+from secondbrain.ingest.events import FileDone, Outcome, SyncFinished, SyncStarted, Totals
+from secondbrain.ingest.pipeline import Ingestor
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
 from secondbrain.service.convert import timestamp
@@ -40,7 +42,7 @@ def _totals(totals: Totals) -> pb.SyncTotals:
     )
 
 
-def _model(model: store.ModelRecord | None) -> pb.EmbeddingModel | None:
+def _model(model: ModelRecord | None) -> pb.EmbeddingModel | None:
     if model is None:
         return None
     return pb.EmbeddingModel(provider=model.provider, name=model.name, dimension=model.dimension)

@@ -3,31 +3,25 @@
 A vault is a folder a person also uses with other tools, so the walk is defensive: it never leaves the vault
 through a symlink, never loops, never reads a file twice under two names, and reports every markdown file it
 will not index with a reason the person can act on. Paths are vault-relative POSIX strings in Unicode NFC because
-they are the notes' identity in the database and in citations, whatever the operating system; every file read from
-the vault (notes and personas alike) is found and read by the rules here.
+they are the notes' identity in the database and in citations, whatever the operating system (`note_paths` holds
+those rules); every file read from the vault (notes and personas alike) is found and read by the rules here.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
-from secondbrain.errors import ConfigError, FailedPrecondition, InvalidInput, NotFound
+from secondbrain.errors import FailedPrecondition, InvalidInput, NotFound
+from secondbrain.ingest.ignore_patterns import ignore_pattern
+from secondbrain.ingest.note_paths import name_problem, note_path, path_length_problem, spelled_out
 
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-_DRIVE_RE = re.compile(r"^[A-Za-z]:")
-# A note's path is the unique key of vault_files and half of ingest_queue's (run_id, path) key. A btree refuses a key
-# over about 2,700 bytes (a third of an 8 KB page), which would fail the insert and with it the whole sync. 1 KB is far
-# longer than any real note path and keeps every key well inside the limit, the on-disk spelling a sync queues too.
-MAX_PATH_BYTES = 1024
 
 
 @dataclass(frozen=True)
@@ -82,60 +76,6 @@ def list_folder(root: Path, folder: str, size_limit: SizeLimit) -> tuple[list[Va
     return walk.run_folder(folder)
 
 
-def note_path(path: str) -> str:
-    """The note a vault-relative path names: the path in Unicode NFC. macOS spells names decomposed (NFD), most other
-    tools composed, so without this one name would be two notes."""
-    return unicodedata.normalize("NFC", path)
-
-
-def path_length_problem(path: str) -> str:
-    """Why `path` is too long to name a note (see MAX_PATH_BYTES), or '' when it is not."""
-    size = len(path.encode("utf-8", errors="surrogatepass"))
-    if size <= MAX_PATH_BYTES:
-        return ""
-    return (
-        f"the path is {size} bytes long (UTF-8), over the {MAX_PATH_BYTES}-byte limit for a note's path; "
-        "move the note to a shorter folder or give it a shorter name"
-    )
-
-
-def _name_problem(relative: str) -> str:
-    """Why the vault-relative name `relative` cannot name a note because it is not UTF-8, or '' when it is.
-
-    Linux lets a name be any bytes; one written in another encoding (Latin-1, say) reaches Python with each bad byte
-    as a lone surrogate, which neither PostgreSQL nor protobuf can carry, so the note could be neither stored nor
-    reported under it.
-    """
-    *folders, name = relative.split("/")
-    for folder in folders:
-        if not _is_utf8(folder):
-            return (
-                f"the folder name {_spelled_out(folder)} is not valid UTF-8 (it was written in another encoding, such "
-                "as Latin-1); rename it to index the notes in it"
-            )
-    if not _is_utf8(name):
-        return "the file name is not valid UTF-8 (it was written in another encoding, such as Latin-1); rename it"
-    return ""
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _spelled_out(text: str) -> str:
-    """`text` with each byte of a name that is not UTF-8 written as '\\xe9', so the person can find the file and
-    the text can be stored and sent; valid text is returned as it is."""
-    try:
-        raw = text.encode("utf-8", errors="surrogateescape")
-    except UnicodeEncodeError:  # a surrogate that is not an escaped byte (not from the file system)
-        raw = text.encode("utf-8", errors="surrogatepass")
-    return raw.decode("utf-8", errors="backslashreplace")
-
-
 def read_note_text(file: VaultFile) -> str:
     """The note's text: UTF-8 (a BOM is dropped) with '\\r\\n' and '\\r' turned into '\\n'.
 
@@ -171,24 +111,6 @@ def _decode_note_bytes(path: str, data: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def is_note_path(path: str) -> bool:
-    """Whether `path` may name a note: relative POSIX, canonical, `.md`, outside dot-folders.
-
-    Checked on every path a client sends, because the path becomes a database key and a file name: no '..', no
-    absolute or drive paths, no backslashes, no empty or '.' segments, no NUL. Dot-folders (.obsidian, .git,
-    .trash and the rest) are refused as the walk never indexes them either.
-    """
-    if not path or "\x00" in path or "\\" in path or path.startswith("/") or _DRIVE_RE.match(path):
-        return False
-    segments = path.split("/")
-    if any(segment in ("", ".", "..") for segment in segments):
-        return False
-    if any(segment.startswith(".") for segment in segments[:-1]):
-        return False
-    name = segments[-1]
-    return name.lower().endswith(".md") and len(name) > len(".md") and not name.startswith(".")
-
-
 class _Walk:
     """One walk: the real directories already seen (the loop and duplicate guard) and the results so far."""
 
@@ -196,7 +118,7 @@ class _Walk:
         if not root.is_dir():
             raise InvalidInput(f"the vault folder {root} does not exist or is not a folder")
         self.root = root.resolve()
-        self.patterns = [_compile_glob(pattern) for pattern in ignore if pattern.strip()]
+        self.patterns = [ignore_pattern(pattern) for pattern in ignore if pattern.strip()]
         self.size_limit = size_limit
         self.seen_dirs: dict[Path, str] = {}
         self.found: dict[Path, tuple[str, VaultFile]] = {}
@@ -249,7 +171,7 @@ class _Walk:
                 )
         # A skipped name (or a reason quoting one) may be one that is not UTF-8, which only its spelled-out form
         # can be stored and reported under.
-        skipped = [Skipped(note_path(_spelled_out(item.path)), _spelled_out(item.reason)) for item in self.skipped]
+        skipped = [Skipped(note_path(spelled_out(item.path)), spelled_out(item.reason)) for item in self.skipped]
         return sorted(files.values(), key=lambda file: file.path), sorted(skipped, key=lambda item: item.path)
 
     def walk_tree(self, relative: str, directory: Path) -> list[tuple[str, Path]]:
@@ -323,7 +245,7 @@ class _Walk:
         self.add_file(relative, Path(self.root, relative), real=target)
 
     def add_file(self, relative: str, path: Path, real: Path | None = None) -> None:
-        if bad_name := _name_problem(relative):
+        if bad_name := name_problem(relative):
             self.skipped.append(Skipped(relative, bad_name))
             return
         name = note_path(relative)
@@ -385,73 +307,3 @@ def _format_bytes(size: int, exact: bool = False) -> str:
             if not exact:
                 return f"{size / scale:.1f} {unit}"
     return f"{size} bytes"
-
-
-@cache
-def _compile_glob(pattern: str) -> _GlobMatcher:
-    return _GlobMatcher(pattern)
-
-
-class _GlobMatcher:
-    """An ignore pattern, gitignore style, matched against vault-relative paths.
-
-    `*` and `?` stay within one path segment, `**` crosses segments (`Archive/**`, `**/drafts/*`). A pattern
-    without '/' matches a file or folder name at any depth (`*.excalidraw.md`, `Archive`); a pattern with one is
-    anchored at the vault root (`Templates/*`). Matching a folder ignores everything inside it; a trailing '/'
-    makes a pattern match only folders.
-    """
-
-    def __init__(self, pattern: str) -> None:
-        pattern = pattern.strip()
-        self.folders_only = pattern.endswith("/")
-        pattern = pattern.strip("/")
-        self.anchored = "/" in pattern
-        if pattern.endswith("/**"):
-            # "X/**" is everything inside folder X: the same as ignoring the folder, which also skips walking it.
-            pattern, self.folders_only = pattern[:-3], True
-        try:
-            self.regex = re.compile(_glob_to_regex(pattern))
-        except re.error as error:
-            raise ConfigError(f"ingest.ignore: {pattern!r} is not a valid glob pattern ({error})") from None
-
-    def __call__(self, relative: str, is_dir: bool) -> bool:
-        segments = relative.split("/")
-        folders = len(segments) if is_dir else len(segments) - 1
-        # Anchored patterns try every leading part, so "Archive/2020" ignores each path inside that folder.
-        candidates = ["/".join(segments[: index + 1]) for index in range(len(segments))] if self.anchored else segments
-        if self.folders_only:
-            candidates = candidates[:folders]
-        return any(self.regex.fullmatch(candidate) for candidate in candidates)
-
-
-def _glob_to_regex(pattern: str) -> str:
-    parts: list[str] = []
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if pattern.startswith("**/", index):
-            parts.append("(?:.*/)?")
-            index += 3
-            continue
-        if pattern.startswith("**", index):
-            parts.append(".*")
-            index += 2
-            continue
-        if char == "*":
-            parts.append("[^/]*")
-        elif char == "?":
-            parts.append("[^/]")
-        elif char == "[":
-            closing = pattern.find("]", index + 2)
-            if closing < 0:
-                parts.append(re.escape(char))
-            else:
-                body = pattern[index + 1 : closing].replace("\\", "\\\\")
-                negate = body.startswith("!")
-                parts.append(f"[{'^' if negate else ''}{body[1:] if negate else body}]")
-                index = closing + 1
-                continue
-        else:
-            parts.append(re.escape(char))
-        index += 1
-    return "".join(parts)

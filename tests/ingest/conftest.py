@@ -79,8 +79,37 @@ def embedded_texts(server: OpenAIServer) -> list[str]:
     return texts
 
 
+async def failed_reasons(ingest: Ingest) -> dict[str, str]:
+    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
+    return {f.path: f.reason for f in status.files if f.state == pb.FILE_STATE_FAILED}
+
+
+async def chunks_of(ingest: Ingest, path: str) -> list[dict]:
+    async with ingest.db.pool.acquire() as connection:
+        rows = await connection.fetch(
+            """SELECT c.chunk_index, c.heading_path, c.start_line, c.end_line, c.content,
+                      vector_dims(c.embedding) AS dims
+               FROM vault_chunks c JOIN vault_files f ON f.id = c.file_id WHERE f.path = $1 ORDER BY c.chunk_index""",
+            path,
+        )
+    return [dict(row) for row in rows]
+
+
 def files(events: list[pb.SyncVaultResponse]) -> dict[str, pb.FileProgress]:
     return {event.file.path: event.file for event in events if event.WhichOneof("event") == "file"}
+
+
+def write_raw(root: Path, relative: bytes, content: bytes = b"# Note\n") -> bytes:
+    """Write `content` to a file whose vault-relative name is raw bytes, as Linux allows (folders are created);
+    returns the file's absolute name in bytes."""
+    target = os.fsencode(root) + b"/" + relative
+    Path(os.fsdecode(target)).parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(descriptor, content)
+    finally:
+        os.close(descriptor)
+    return target
 
 
 def embedding_env(server: OpenAIServer) -> dict[str, str]:

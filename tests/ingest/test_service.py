@@ -3,26 +3,15 @@ embedding model, and never leave a note half-written."""
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import os
-from pathlib import Path
 
 import grpc
 import pytest
 
+from secondbrain.ingest import store
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
-from tests.ingest.conftest import ARCHITECTURE_NOTE, Ingest, files
+from tests.ingest.conftest import ARCHITECTURE_NOTE, Ingest, chunks_of, failed_reasons, files
 from tests.wire import Reply
-
-
-async def eventually_equal(read, expected: object, within: float = 10.0) -> None:
-    """Poll the async `read` until it returns `expected`; fail after `within` seconds."""
-    deadline = asyncio.get_running_loop().time() + within
-    while (value := await read()) != expected:
-        assert asyncio.get_running_loop().time() < deadline, f"still {value!r}, not {expected!r}, after {within} s"
-        await asyncio.sleep(0.1)
-
 
 PLAN = """---
 title: Storage plan
@@ -56,17 +45,6 @@ def long_note(paragraphs: int) -> str:
         for i in range(paragraphs)
     )
     return f"# Long\n\n{body}\n"
-
-
-async def chunks_of(ingest: Ingest, path: str) -> list[dict]:
-    async with ingest.db.pool.acquire() as connection:
-        rows = await connection.fetch(
-            """SELECT c.chunk_index, c.heading_path, c.start_line, c.end_line, c.content,
-                      vector_dims(c.embedding) AS dims
-               FROM vault_chunks c JOIN vault_files f ON f.id = c.file_id WHERE f.path = $1 ORDER BY c.chunk_index""",
-            path,
-        )
-    return [dict(row) for row in rows]
 
 
 async def test_first_sync_indexes_every_note_and_streams_progress(ingest: Ingest) -> None:
@@ -170,15 +148,6 @@ async def test_deleted_note_goes_with_its_chunks(ingest: Ingest) -> None:
     assert status.notes == 1
 
 
-async def test_ignore_globs_and_dot_folders_are_skipped(ingest: Ingest) -> None:
-    ingest.vault.configure(embedding={"provider": "openai"}, ingest={"ignore": ["Archive/**", "*.excalidraw.md"]})
-    ingest.vault.write("Note.md", "# Note\n\nKept.\n")
-    ingest.vault.write("Archive/Old.md", "# Old\n\nIgnored.\n")
-    ingest.vault.write("Drawing.excalidraw.md", "# Drawing\n\nIgnored.\n")
-    ingest.vault.write(".trash/Gone.md", "# Gone\n\nIgnored.\n")
-    assert set(files(await ingest.sync())) == {"Note.md"}
-
-
 async def test_bad_files_fail_one_by_one_and_the_rest_goes_on(ingest: Ingest, tmp_path) -> None:
     ingest.vault.configure(embedding={"provider": "openai"}, ingest={"max_file_bytes": 100_000})
     ingest.vault.write("Good.md", ARCHITECTURE)
@@ -210,8 +179,7 @@ async def test_bad_files_fail_one_by_one_and_the_rest_goes_on(ingest: Ingest, tm
         assert words.lower() in done[path].error.lower(), (path, done[path].error)
     assert "Outside the vault" not in " ".join(ingest.embedded_texts())
 
-    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
-    reasons = {f.path: f.reason for f in status.files if f.state == pb.FILE_STATE_FAILED}
+    reasons = await failed_reasons(ingest)
     assert set(reasons) == {"Binary.md", "Latin1.md", "Huge.md", "Escape.md"}
     assert all(reasons.values())
 
@@ -310,39 +278,6 @@ async def test_embedder_down_stores_notes_as_pending_and_the_next_sync_embeds_th
     assert status.embedded_chunks == status.chunks > 0
 
 
-async def test_personas_come_from_the_vaults_agent_definitions(ingest: Ingest) -> None:
-    ingest.vault.write(
-        ".claude/agents/researcher.md",
-        "---\nname: Researcher\ndescription: Digs through sources and cites them.\n---\n"
-        "You are a careful researcher.\n",
-    )
-    await ingest.sync()
-    async with ingest.db.pool.acquire() as connection:
-        rows = await connection.fetch("SELECT id, name, role, definition, source FROM personas ORDER BY id")
-    personas = {row["id"]: dict(row) for row in rows}
-    assert personas["researcher"]["name"] == "Researcher"
-    assert personas["researcher"]["role"] == "Digs through sources and cites them."
-    assert personas["researcher"]["definition"] == "You are a careful researcher."
-    assert "assistant" in personas, "the built-in default stays"
-    (ingest.vault.root / ".claude/agents/researcher.md").unlink()
-    await ingest.sync()
-    async with ingest.db.pool.acquire() as connection:
-        assert await connection.fetchval("SELECT count(*) FROM personas WHERE id = 'researcher'") == 0
-
-
-async def test_sync_without_a_vault_path_uses_the_configured_vault(ingest: Ingest) -> None:
-    ingest.vault.write("Architecture.md", ARCHITECTURE)
-    events = [event async for event in ingest.stub.SyncVault(pb.SyncVaultRequest())]
-    assert events[0].started.vault_path == str(ingest.vault.root)
-
-
-async def test_sync_of_a_missing_folder_is_invalid_argument(ingest: Ingest, tmp_path) -> None:
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        async for _ in ingest.stub.SyncVault(pb.SyncVaultRequest(vault_path=str(tmp_path / "nope"))):
-            pass
-    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-
-
 async def test_contextual_enrichment_stores_a_line_per_chunk_and_embeds_it(ingest: Ingest) -> None:
     await ingest.restart(embedding={"provider": "openai", "contextualize": True, "context_provider": "openai"})
     ingest.vault.write("Architecture.md", ARCHITECTURE)
@@ -374,246 +309,15 @@ async def test_failed_enrichment_embeds_the_note_without_context(ingest: Ingest)
         assert await connection.fetchval("SELECT context FROM vault_chunks") == ""
 
 
-async def test_text_search_configuration_is_a_setting(ingest: Ingest) -> None:
-    ingest.vault.write("Running.md", "# Running\n\nShe was running the numbers.\n")
-    await ingest.sync()
-    async with ingest.db.pool.acquire() as connection:
-        assert await connection.fetchval("SELECT count(*) FROM lexeme_stats WHERE lexeme = 'run'") == 1
-    ingest.vault.configure(embedding={"provider": "openai"}, search={"text_search_config": "simple"})
-    await ingest.sync()
-    async with ingest.db.pool.acquire() as connection:
-        lexemes = {r["lexeme"] for r in await connection.fetch("SELECT lexeme FROM lexeme_stats")}
-    assert "running" in lexemes and "run" not in lexemes
-    ingest.vault.configure(embedding={"provider": "openai"}, search={"text_search_config": "klingon"})
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        await ingest.sync()
-    assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert "search.text_search_config" in raised.value.details()
-
-
-async def test_a_sync_interval_keeps_the_index_in_step_with_no_one_calling_sync(
-    ingest: Ingest, monkeypatch: pytest.MonkeyPatch
+async def test_a_sync_whose_end_cannot_be_recorded_finishes_and_says_so_in_the_log(
+    ingest: Ingest, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    ingest.vault.write("First.md", "# First\n\nThe first note.\n")
-    monkeypatch.setenv("SECONDBRAIN_SYNC_INTERVAL_SECONDS", "0.3")
-    await ingest.restart()
+    async def fails(*args: object) -> None:
+        raise ConnectionResetError("the database went away")
 
-    async def notes() -> int:
-        return (await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(), timeout=10)).notes
-
-    await eventually_equal(notes, 1)
-    ingest.vault.write("Second.md", "# Second\n\nA note written while the service runs.\n")
-    await eventually_equal(notes, 2)
-
-
-async def test_a_service_with_a_vault_refuses_to_sync_another_folder(ingest: Ingest, tmp_path) -> None:
-    ingest.vault.write("Architecture.md", ARCHITECTURE)
-    await ingest.sync()
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    (elsewhere / "Secret.md").write_text("# Secret\n\nNot part of the vault.\n")
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        async for _ in ingest.stub.SyncVault(pb.SyncVaultRequest(vault_path=str(elsewhere))):
-            pass
-    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "will not sync" in (raised.value.details() or "")
-    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
-    assert [f.path for f in status.files] == ["Architecture.md"], "the index still holds the vault, untouched"
-
-
-# Issue 17: a hostile vault or client. Each bad file is one failed file; the rest of the sync goes on.
-
-
-def incompressible(length: int, seed: str = "") -> str:
-    """`length` hex digits no compressor shortens: PostgreSQL compresses a long key before it checks the limit."""
-    digits = "".join(hashlib.sha256(f"{seed}:{block}".encode()).hexdigest() for block in range(length // 64 + 1))
-    return digits[:length]
-
-
-async def personas(ingest: Ingest) -> dict[str, str]:
-    async with ingest.db.pool.acquire() as connection:
-        rows = await connection.fetch("SELECT id, definition FROM personas")
-    return {row["id"]: row["definition"] for row in rows}
-
-
-async def test_a_persona_symlinked_out_of_the_vault_is_not_followed(ingest: Ingest, tmp_path) -> None:
-    outside = tmp_path / "passwd"
-    outside.write_text("root:x:0:0:root:/root:/bin/bash\n")
-    ingest.vault.write(".claude/agents/gardener.md", "---\nname: Gardener\n---\nSpeak as a gardener.\n")
-    (ingest.vault.root / ".claude/agents/passwd.md").symlink_to(outside)
-    ingest.vault.write("Architecture.md", ARCHITECTURE)
-    events = await ingest.sync()
-    refused = files(events)[".claude/agents/passwd.md"]
-    assert refused.outcome == pb.FILE_OUTCOME_FAILED
-    assert "outside the vault" in refused.error
-    stored = await personas(ingest)
-    assert "passwd" not in stored, "not listed among the personas, so never sent to a model"
-    assert not any("root:x:0:0" in definition for definition in stored.values())
-    assert stored["gardener"] == "Speak as a gardener."
-    assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
-
-
-async def test_a_persona_with_a_nul_byte_is_one_failed_file(ingest: Ingest) -> None:
-    ingest.vault.write(".claude/agents/gardener.md", "Speak as a gardener.\n")
-    (ingest.vault.root / ".claude/agents/broken.md").write_bytes(b"You are\x00 broken.\n")
+    monkeypatch.setattr(store, "finish_run", fails)
     ingest.vault.write("Architecture.md", ARCHITECTURE)
     events = await ingest.sync()
     assert events[-1].WhichOneof("event") == "done", "the sync completes"
-    broken = files(events)[".claude/agents/broken.md"]
-    assert broken.outcome == pb.FILE_OUTCOME_FAILED
-    assert "NUL byte at byte offset 7" in broken.error
-    assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
-    assert set(await personas(ingest)) == {"assistant", "gardener"}
-    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
-    reasons = {f.path: f.reason for f in status.files if f.state == pb.FILE_STATE_FAILED}
-    assert "NUL byte" in reasons[".claude/agents/broken.md"]
-
-    (ingest.vault.root / ".claude/agents/broken.md").write_text("You are mended.\n")
-    events = await ingest.sync()
-    assert ".claude/agents/broken.md" not in files(events), "a mended persona is not reported as a deleted note"
-    assert (await personas(ingest))["broken"] == "You are mended."
-    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
-    assert [f.path for f in status.files] == ["Architecture.md"]
-
-
-async def test_a_note_path_too_long_to_index_is_one_failed_file(ingest: Ingest) -> None:
-    # Each folder name within the OS's 255-byte limit, the whole path past the 2,700 bytes a btree key can hold
-    # (and not compressible below it, as a repeated word would be).
-    folders = "/".join(incompressible(200, seed=str(index)) for index in range(15))
-    long_path = f"{folders}/Deep note.md"
-    assert len(long_path.encode()) > 2_700
-    ingest.vault.write(long_path, "# Deep\n\nToo far down.\n")
-    ingest.vault.write("Architecture.md", ARCHITECTURE)
-    events = await ingest.sync()
-    assert events[-1].WhichOneof("event") == "done", "the sync completes"
-    deep = files(events)[long_path]
-    assert deep.outcome == pb.FILE_OUTCOME_FAILED
-    assert "1024-byte limit" in deep.error and "shorter" in deep.error
-    assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
-    assert len(await chunks_of(ingest, "Architecture.md")) > 0
-    assert events[-1].done.totals.failed == 1
-
-
-async def test_upsert_with_a_path_too_long_to_index_is_invalid_argument(ingest: Ingest) -> None:
-    path = incompressible(2_997) + ".md"
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        await ingest.stub.UpsertNote(pb.UpsertNoteRequest(path=path, markdown="# x\n"))
-    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "3000 bytes" in raised.value.details() and "1024-byte limit" in raised.value.details()
-
-
-CAFE_NFC = "Caf\u00e9.md"
-CAFE_NFD = "Cafe\u0301.md"
-
-
-async def test_nfc_and_nfd_spellings_of_a_name_are_one_note(ingest: Ingest) -> None:
-    ingest.vault.write(CAFE_NFD, "# Café\n\nWritten by macOS, which spells names decomposed.\n")
-    ingest.vault.write(CAFE_NFC, "# Café\n\nThe same name, composed.\n")
-    events = await ingest.sync()
-    assert events[-1].WhichOneof("event") == "done"
-    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
-    assert [(f.path, f.state) for f in status.files] == [(CAFE_NFC, pb.FILE_STATE_INDEXED)]
-    twin = [event.file for event in events if event.WhichOneof("event") == "file" and event.file.error]
-    assert len(twin) == 1 and "Unicode" in twin[0].error
-
-
-async def test_a_decomposed_file_name_is_read_from_disk_and_indexed_composed(ingest: Ingest) -> None:
-    ingest.vault.write(CAFE_NFD, "# Café\n\nWritten by macOS.\n")
-    events = await ingest.sync()
-    assert files(events)[CAFE_NFC].outcome == pb.FILE_OUTCOME_ADDED
-    assert len(await chunks_of(ingest, CAFE_NFC)) == 1
-    removed = await ingest.stub.DeleteNote(pb.DeleteNoteRequest(path=CAFE_NFD))
-    assert removed.chunks_removed == 1, "a client's decomposed spelling names the same note"
-
-
-async def test_a_note_indexed_under_a_decomposed_name_converges_without_reembedding(ingest: Ingest) -> None:
-    ingest.vault.write(CAFE_NFD, "# Café\n\nWritten by macOS.\n")
-    await ingest.sync()
-    async with ingest.db.pool.acquire() as connection:
-        # What an earlier version stored: the name as spelled on disk.
-        await connection.execute("UPDATE vault_files SET path = $1", CAFE_NFD)
-    before = len(ingest.embedded_texts())
-    events = await ingest.sync()
-    assert {path: f.outcome for path, f in files(events).items()} == {CAFE_NFC: pb.FILE_OUTCOME_UNCHANGED}
-    assert len(ingest.embedded_texts()) == before, "the stored note is renamed, not lost and re-embedded"
-    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
-    assert [f.path for f in status.files] == [CAFE_NFC]
-
-
-async def test_upsert_of_both_spellings_is_one_note(ingest: Ingest) -> None:
-    first = await ingest.stub.UpsertNote(pb.UpsertNoteRequest(path=CAFE_NFD, markdown="# Café\n\nOne.\n"))
-    second = await ingest.stub.UpsertNote(pb.UpsertNoteRequest(path=CAFE_NFC, markdown="# Café\n\nTwo.\n"))
-    assert (first.outcome, second.outcome) == (pb.FILE_OUTCOME_ADDED, pb.FILE_OUTCOME_UPDATED)
-    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
-    assert [f.path for f in status.files] == [CAFE_NFC]
-
-
-# Linux lets a name be any bytes; one written in Latin-1 reaches Python with surrogate escapes ("caf\udce9.md"), which
-# neither PostgreSQL nor protobuf can carry. Such a file is reported under its name with the bad bytes spelled out.
-
-
-def create_raw(root: Path, relative: bytes, content: bytes) -> bytes:
-    """Write `content` to the vault-relative name `relative`, taken as raw bytes (folders are created); returns the
-    file's absolute name in bytes."""
-    target = os.fsencode(root) + b"/" + relative
-    Path(os.fsdecode(target)).parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(descriptor, content)
-    finally:
-        os.close(descriptor)
-    return target
-
-
-def rename_raw(source: bytes, target: Path) -> None:
-    Path(os.fsdecode(source)).rename(target)
-
-
-async def failed_reasons(ingest: Ingest) -> dict[str, str]:
-    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
-    return {f.path: f.reason for f in status.files if f.state == pb.FILE_STATE_FAILED}
-
-
-async def test_a_file_name_that_is_not_utf8_is_one_failed_file(ingest: Ingest) -> None:
-    latin1_name = create_raw(ingest.vault.root, b"Caf\xe9.md", b"# Cafe\n\nNamed in Latin-1.\n")
-    ingest.vault.write("Architecture.md", ARCHITECTURE)
-    events = await ingest.sync()
-    assert events[-1].WhichOneof("event") == "done", "the sync completes"
-    done = files(events)
-    latin1 = done["Caf\\xe9.md"]
-    assert latin1.outcome == pb.FILE_OUTCOME_FAILED
-    assert "file name is not valid UTF-8" in latin1.error and "rename it" in latin1.error
-    assert done["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
-    assert len(await chunks_of(ingest, "Architecture.md")) > 0
-    assert "not valid UTF-8" in (await failed_reasons(ingest))["Caf\\xe9.md"]
-
-    rename_raw(latin1_name, ingest.vault.root / "Café.md")
-    events = await ingest.sync()
-    assert files(events)["Café.md"].outcome == pb.FILE_OUTCOME_ADDED, "renamed, it is indexed"
-    assert await failed_reasons(ingest) == {}
-
-
-async def test_notes_in_a_folder_whose_name_is_not_utf8_fail_one_by_one(ingest: Ingest) -> None:
-    create_raw(ingest.vault.root, b"R\xe9sum\xe9s/Plan.md", b"# Plan\n\nIn a Latin-1 folder.\n")
-    create_raw(ingest.vault.root, b"R\xe9sum\xe9s/photo.jpg", b"\xff\xd8\xff")
-    ingest.vault.write("Architecture.md", ARCHITECTURE)
-    events = await ingest.sync()
-    assert events[-1].WhichOneof("event") == "done", "the sync completes"
-    failed = {path: f.error for path, f in files(events).items() if f.outcome == pb.FILE_OUTCOME_FAILED}
-    assert list(failed) == ["R\\xe9sum\\xe9s/Plan.md"], "the note in it, not the picture"
-    assert "folder name" in failed["R\\xe9sum\\xe9s/Plan.md"] and "rename it" in failed["R\\xe9sum\\xe9s/Plan.md"]
-    assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
-    assert len(await chunks_of(ingest, "Architecture.md")) > 0
-
-
-async def test_a_persona_whose_name_is_not_utf8_is_one_failed_file(ingest: Ingest) -> None:
-    ingest.vault.write(".claude/agents/gardener.md", "Speak as a gardener.\n")
-    create_raw(ingest.vault.root, b".claude/agents/caf\xe9.md", b"Speak as a waiter.\n")
-    ingest.vault.write("Architecture.md", ARCHITECTURE)
-    events = await ingest.sync()
-    assert events[-1].WhichOneof("event") == "done", "the sync completes"
-    waiter = files(events)[".claude/agents/caf\\xe9.md"]
-    assert waiter.outcome == pb.FILE_OUTCOME_FAILED
-    assert "file name is not valid UTF-8" in waiter.error
-    assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
-    assert set(await personas(ingest)) == {"assistant", "gardener"}
+    logged = [record for record in caplog.records if "the end of a sync could not be recorded" in record.message]
+    assert logged and logged[0].exc_info is not None, "logged with the error, not dropped"

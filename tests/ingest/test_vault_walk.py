@@ -1,4 +1,4 @@
-"""walk_vault, read_note_text and is_note_path: which files are notes, read safely, named safely."""
+"""walk_vault and read_note_text: which files are notes, read safely, named safely."""
 
 from __future__ import annotations
 
@@ -9,15 +9,8 @@ from pathlib import Path
 import pytest
 
 from secondbrain.errors import ConfigError, InvalidInput, NotFound
-from secondbrain.ingest.vault_walk import (
-    SizeLimit,
-    VaultFile,
-    is_note_path,
-    list_folder,
-    path_length_problem,
-    read_note_text,
-    walk_vault,
-)
+from secondbrain.ingest.vault_walk import SizeLimit, VaultFile, list_folder, read_note_text, walk_vault
+from tests.ingest.conftest import write_raw
 
 FIXTURE = Path(__file__).parent.parent / "data" / "vault"
 ALL_NOTES = [
@@ -265,45 +258,6 @@ def test_every_fixture_note_reads() -> None:
     assert all(read_note_text(file).startswith(("#", "---")) for file in files)
 
 
-# --- note paths from clients ------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "path",
-    ["Note.md", "Inbox/Idea.md", "Deep/er/Path With Spaces.md", "UPPER.MD", "日本語/メモ.md", "a..b.md"],
-)
-def test_note_paths_accepted(path: str) -> None:
-    assert is_note_path(path)
-
-
-@pytest.mark.parametrize(
-    "path",
-    [
-        "",
-        "Note.txt",
-        "Note",
-        ".md",
-        "/etc/passwd.md",
-        "../outside.md",
-        "Inbox/../../outside.md",
-        "Inbox/./Idea.md",
-        "Inbox//Idea.md",
-        "Inbox/",
-        "C:/Users/me/Note.md",
-        "c:Note.md",
-        "Inbox\\Idea.md",
-        "Note\x00.md",
-        ".obsidian/workspace.md",
-        ".git/notes.md",
-        ".trash/Old.md",
-        "Projects/.hidden/Note.md",
-        ".hidden.md",
-    ],
-)
-def test_note_paths_refused(path: str) -> None:
-    assert not is_note_path(path)
-
-
 # --- the path as the note's identity ------------------------------------------------------------------------------
 
 
@@ -333,23 +287,6 @@ def test_a_path_too_long_to_index_is_skipped_with_the_limit(tmp_path: Path) -> N
     assert [file.path for file in files] == ["Short.md"]
     assert [item.path for item in skipped] == [deep]
     assert f"{len(deep)} bytes long (UTF-8), over the 1024-byte limit" in skipped[0].reason
-
-
-def test_the_path_limit_counts_utf8_bytes() -> None:
-    assert path_length_problem("a" * 1021 + ".md") == ""
-    assert path_length_problem("é" * 510 + "a.md") == "", "510 characters of two bytes each and the suffix: 1,024"
-    assert "1025 bytes" in path_length_problem("é" * 511 + ".md")
-
-
-def write_raw(root: Path, relative: bytes, text: bytes = b"# Note\n") -> None:
-    """Write a file whose vault-relative name is raw bytes, as Linux allows (folders are created)."""
-    target = os.fsencode(root) + b"/" + relative
-    Path(os.fsdecode(target)).parent.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(descriptor, text)
-    finally:
-        os.close(descriptor)
 
 
 def test_names_that_are_not_utf8_are_skipped_and_reported_spelled_out(tmp_path: Path) -> None:

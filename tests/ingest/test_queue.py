@@ -12,7 +12,8 @@ import pytest
 from secondbrain.config import load_config
 from secondbrain.db import Database
 from secondbrain.ingest import store
-from secondbrain.ingest.pipeline import FileDone, Ingestor, Outcome, SyncFinished
+from secondbrain.ingest.events import FileDone, Outcome, SyncFinished
+from secondbrain.ingest.pipeline import Ingestor
 from secondbrain.ingest.queue_worker import run_queue_worker
 from secondbrain.ingest.server import build_ingestor
 from tests.ingest.conftest import EMBEDDING_DIMENSION, Vault, embedded_texts, embedding_env
@@ -31,7 +32,7 @@ class Shared:
 
     def worker(self, claim_batch: int = 4) -> Ingestor:
         ingestor = build_ingestor(load_config(), self.db, embedding_env(self.embedder))
-        ingestor.claim_batch = claim_batch
+        ingestor.queue.claim_batch = claim_batch
         return ingestor
 
     def embedded_texts(self) -> list[str]:
@@ -75,7 +76,7 @@ async def test_two_workers_share_a_sync_and_process_each_note_exactly_once(share
     assert sorted(row["path"] for row in rows) == sorted(f"Notes/Note {i:02d}.md" for i in range(NOTES))
     assert {row["state"] for row in rows} == {"done"} and {row["claims"] for row in rows} == {1}
     by_worker = collections.Counter(row["claimed_by"] for row in rows)
-    assert set(by_worker) == {coordinator.worker_name, helper.worker_name}, f"both worked: {by_worker}"
+    assert set(by_worker) == {coordinator.queue.worker_name, helper.queue.worker_name}, f"both worked: {by_worker}"
     texts = shared.embedded_texts()
     assert len(texts) == len(set(texts)) == chunks, "each chunk was embedded once, by one of the two"
 
@@ -89,9 +90,9 @@ async def test_a_claim_whose_worker_died_is_taken_over_after_its_lease(shared: S
         # A worker claims it and dies: its claim stays behind.
         assert len(await store.claim(connection, "dead-worker", 10, 600.0)) == 1
         assert await store.claim(connection, "another", 10, 600.0) == [], "a live claim is not taken"
-        taken = await store.claim(connection, coordinator.worker_name, 10, 0.0)
+        taken = await store.claim(connection, coordinator.queue.worker_name, 10, 0.0)
     assert [item.path for item in taken] == ["Lost.md"], "an expired claim is taken over"
-    assert await coordinator._process_claimed(taken, False) == 1
+    assert await coordinator.queue.process_claimed(taken, False) == 1
     async with shared.db.pool.acquire() as connection:
         row = await connection.fetchrow("SELECT state, outcome, claims FROM ingest_queue")
         assert not await store.finish_item(connection, taken[0].id, "dead-worker", "added", 1, 1, "", [])
@@ -108,14 +109,14 @@ async def test_a_note_is_stored_with_its_queue_outcome_or_not_at_all(
     async with shared.db.pool.acquire() as connection:
         run_id = await store.start_run(connection, str(shared.vault.root))
         await store.enqueue(connection, run_id, str(shared.vault.root), False, ["Atomic.md"])
-        claimed = await store.claim(connection, worker.worker_name, 10, 600.0)
+        claimed = await store.claim(connection, worker.queue.worker_name, 10, 600.0)
 
     async def dies(*args: object) -> bool:
         raise ConnectionResetError("the worker died")
 
     monkeypatch.setattr(store, "finish_item", dies)
     with pytest.raises(ConnectionResetError):
-        await worker._process_claimed(claimed, False)
+        await worker.queue.process_claimed(claimed, False)
     async with shared.db.pool.acquire() as connection:
         assert await connection.fetchval("SELECT count(*) FROM vault_files") == 0, "the note went with its outcome"
         assert await connection.fetchval("SELECT state FROM ingest_queue") == "claimed"
@@ -123,8 +124,8 @@ async def test_a_note_is_stored_with_its_queue_outcome_or_not_at_all(
     # Another worker takes the claim over and does both.
     another = shared.worker()
     async with shared.db.pool.acquire() as connection:
-        taken = await store.claim(connection, another.worker_name, 10, 0.0)
-    assert await another._process_claimed(taken, False) == 1
+        taken = await store.claim(connection, another.queue.worker_name, 10, 0.0)
+    assert await another.queue.process_claimed(taken, False) == 1
     async with shared.db.pool.acquire() as connection:
         assert await connection.fetchval("SELECT count(*) FROM vault_files WHERE path = 'Atomic.md'") == 1
         assert await connection.fetchval("SELECT outcome FROM ingest_queue") == "added"
@@ -140,7 +141,7 @@ async def test_a_file_finished_out_of_order_is_still_reported(shared: Shared, mo
     async def no_work(run_id: int | None = None) -> int:
         return 0  # the test plays the other workers
 
-    monkeypatch.setattr(follower, "work", no_work)
+    monkeypatch.setattr(follower.queue, "work", no_work)
     events: list[object] = []
 
     async def follow() -> None:

@@ -1,0 +1,260 @@
+"""Indexing changed notes: parse and chunk, add context lines and vectors, store each note in one transaction.
+
+A changed note is prepared (parsed, chunked), gets its context lines when enrichment is on, keeps the vector of every
+chunk that did not change, and joins a group; a group's new chunks are embedded together, across notes (an encoder
+batches and sorts them by length), while the group before is written and the next one prepared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+import asyncpg
+import numpy as np
+
+from secondbrain.db import Database
+from secondbrain.embedding.base import Embedder
+from secondbrain.errors import FailedPrecondition, InvalidInput, NotFound, SecondbrainError
+from secondbrain.ingest import store
+from secondbrain.ingest.chunker import Chunk, ChunkBudget, chunk_note
+from secondbrain.ingest.enrich import Contextualizer
+from secondbrain.ingest.events import FileDone, Outcome, Totals
+from secondbrain.ingest.note import ParsedNote, parse_note
+from secondbrain.ingest.vault_walk import VaultFile, read_note_text
+
+# Room left in the encoder's window for the context line when enrichment is on.
+CONTEXT_TOKENS = 48
+# New chunks (or notes) gathered before they are embedded together: big enough for full batches that an encoder
+# can sort by length, small enough that progress events keep coming.
+GROUP_CHUNKS = 256
+GROUP_NOTES = 64
+
+# Records a file's outcome on its queue row, on the connection (and in the transaction) it is given.
+Recorder = Callable[[asyncpg.Connection, FileDone], Awaitable[None]]
+
+
+def unchanged_on_disk(known: store.IndexedFile | None, file: VaultFile, force: bool) -> bool:
+    """Whether the index holds `file` as it is: indexed, with the same size and modification time, so unchanged
+    without reading it (what rsync and git assume too). A forced sync reads every file."""
+    if force or known is None or known.mtime is None or known.status != "indexed":
+        return False
+    return known.size == file.size and abs(known.mtime.timestamp() - file.mtime) < 1e-6
+
+
+def unchanged_content(known: store.IndexedFile | None, content_hash: str, force: bool = False) -> bool:
+    """Whether the index holds this very content, embedded: a file touched but not changed. A forced sync
+    re-indexes it all the same."""
+    return not force and known is not None and known.status == "indexed" and known.content_hash == content_hash
+
+
+@dataclass
+class PreparedNote:
+    """A changed note, parsed and chunked, waiting for its vectors."""
+
+    note: ParsedNote
+    chunks: list[Chunk]
+    mtime: datetime
+    size: int
+    is_new: bool
+    contexts: list[str]
+    vectors: list[np.ndarray | None]
+    warnings: list[str] = field(default_factory=list)
+    embed_error: str = ""
+    embedded: int = 0
+
+    def embed_text(self, position: int) -> str:
+        context = self.contexts[position]
+        content = self.chunks[position].content
+        return f"{context}\n\n{content}" if context else content
+
+    def row(self) -> store.NoteRow:
+        note = self.note
+        embedded = self.embed_error == ""
+        return store.NoteRow(
+            path=note.path,
+            title=note.title,
+            body=note.body,
+            frontmatter=note.frontmatter,
+            aliases=note.aliases,
+            tags=note.tags,
+            content_hash=note.content_hash,
+            mtime=self.mtime,
+            size=self.size,
+            status="indexed" if embedded else "pending",
+            status_reason="" if embedded else f"not embedded yet: {self.embed_error}",
+            links=note.links,
+            chunks=[
+                store.ChunkRow(
+                    index=chunk.index,
+                    heading_path=chunk.heading_path,
+                    start_line=chunk.start_line,
+                    end_line=chunk.end_line,
+                    content=chunk.content,
+                    context=self.contexts[position],
+                    token_count=chunk.token_count,
+                    embedding=self.vectors[position],
+                )
+                for position, chunk in enumerate(self.chunks)
+            ],
+        )
+
+
+class NoteIndexer:
+    """Turns notes into stored rows with one embedder (and, when enrichment is on, one contextualizer)."""
+
+    def __init__(self, db: Database, embedder: Embedder, contextualizer: Contextualizer | None = None) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.contextualizer = contextualizer
+
+    def budget(self) -> ChunkBudget:
+        budget = ChunkBudget.for_window(self.embedder.max_document_tokens)
+        if self.contextualizer is None:
+            return budget
+        return replace(budget, max_tokens=budget.max_tokens - CONTEXT_TOKENS)
+
+    def prepare(self, path: str, text: str, mtime: float, size: int, is_new: bool) -> PreparedNote:
+        note = parse_note(path, text)
+        chunks = chunk_note(note, self.budget(), self.embedder.count_tokens)
+        warnings = list(note.warnings)
+        for chunk in chunks:
+            if chunk.oversized:
+                warnings.append(
+                    f"lines {chunk.start_line}-{chunk.end_line}: a code block or table of {chunk.token_count} tokens "
+                    f"is longer than the embedder reads ({self.embedder.window}); its end is not embedded"
+                )
+        if not chunks:
+            warnings.append("the note has no text to index")
+        return PreparedNote(
+            note=note,
+            chunks=chunks,
+            mtime=store.to_datetime(mtime),
+            size=size,
+            is_new=is_new,
+            contexts=[""] * len(chunks),
+            vectors=[None] * len(chunks),
+            warnings=warnings,
+        )
+
+    async def add_contexts_and_known_vectors(self, prepared: PreparedNote, known: store.IndexedFile | None) -> None:
+        """Give the note its context lines, then the stored vector of every chunk whose content and context are
+        unchanged (contexts first: they are half of what a vector is kept by)."""
+        if self.contextualizer is not None and prepared.chunks:
+            try:
+                prepared.contexts = await self.contextualizer.contexts(prepared.note, prepared.chunks)
+            except SecondbrainError as error:
+                prepared.warnings.append(f"embedded without context lines: {error}")
+        if known is None:
+            return
+        async with self.db.pool.acquire() as connection:
+            stored = await store.existing_vectors(connection, known.id)
+        for position, chunk in enumerate(prepared.chunks):
+            prepared.vectors[position] = stored.get((chunk.content, prepared.contexts[position]))
+
+    async def embed(self, group: Sequence[PreparedNote]) -> int:
+        """Embed every chunk of `group` that has no vector yet, in one call; returns how many were embedded."""
+        wanted = [(p, i) for p in group for i, vector in enumerate(p.vectors) if vector is None]
+        if not wanted:
+            return 0
+        try:
+            vectors = await self.embedder.embed_documents([p.embed_text(i) for p, i in wanted])
+        except SecondbrainError as error:
+            for prepared in {id(p): p for p, _ in wanted}.values():
+                prepared.embed_error = str(error)
+            return 0
+        for (prepared, position), vector in zip(wanted, vectors, strict=True):
+            prepared.vectors[position] = vector
+            prepared.embedded += 1
+        return len(wanted)
+
+    async def write(
+        self, prepared: PreparedNote, also: Callable[[asyncpg.Connection], Awaitable[None]] | None = None
+    ) -> None:
+        """Store a prepared note; `also` runs in the same transaction, so both happen or neither."""
+        async with self.db.pool.acquire() as connection, connection.transaction():
+            await store.write_note(connection, prepared.row())
+            if also is not None:
+                await also(connection)
+
+    async def index_files(
+        self,
+        files: Sequence[VaultFile],
+        index: dict[str, store.IndexedFile],
+        totals: Totals,
+        force: bool,
+        record: Recorder,
+    ) -> AsyncIterator[FileDone]:
+        """Index `files` (what the index knows of them in `index`), yielding each as it is done; `record` stores a
+        written note's outcome in the note's own transaction."""
+        group: list[PreparedNote] = []
+        in_flight: tuple[list[PreparedNote], asyncio.Task[int]] | None = None
+        try:
+            for file in files:
+                known = index.get(file.path)
+                if unchanged_on_disk(known, file, force):
+                    yield totals.report(file.path, Outcome.UNCHANGED)
+                    continue
+                try:
+                    text = await asyncio.to_thread(read_note_text, file)
+                except (InvalidInput, NotFound, FailedPrecondition, OSError) as error:
+                    # Unreadable, or gone since the walk (the next sync removes it).
+                    reason = str(error)
+                    async with self.db.pool.acquire() as connection:
+                        await store.mark_failed(connection, file.path, reason, file.size, store.to_datetime(file.mtime))
+                    yield totals.report(file.path, Outcome.FAILED, error=reason)
+                    continue
+                prepared = await asyncio.to_thread(self.prepare, file.path, text, file.mtime, file.size, known is None)
+                if unchanged_content(known, prepared.note.content_hash, force):
+                    # Touched but not changed: remember the new mtime so the next sync skips it without reading.
+                    async with self.db.pool.acquire() as connection:
+                        await store.touch(connection, file.path, file.size, prepared.mtime)
+                    yield totals.report(file.path, Outcome.UNCHANGED)
+                    continue
+                await self.add_contexts_and_known_vectors(prepared, known)
+                group.append(prepared)
+                if sum(v is None for p in group for v in p.vectors) >= GROUP_CHUNKS or len(group) >= GROUP_NOTES:
+                    # Embed this group in the background; meanwhile write the one before and prepare the next, so the
+                    # embedder, which is the bottleneck, is never idle waiting for parsing or the database.
+                    previous, in_flight = in_flight, (group, asyncio.create_task(self.embed(group)))
+                    group = []
+                    if previous is not None:
+                        async for event in self._write_group(*previous, totals, record):
+                            yield event
+            if group:
+                previous, in_flight = in_flight, (group, asyncio.create_task(self.embed(group)))
+                if previous is not None:
+                    async for event in self._write_group(*previous, totals, record):
+                        yield event
+            if in_flight is not None:
+                pending, in_flight = in_flight, None
+                async for event in self._write_group(*pending, totals, record):
+                    yield event
+        finally:
+            if in_flight is not None:
+                in_flight[1].cancel()
+
+    async def _write_group(
+        self, group: list[PreparedNote], embedding: asyncio.Task[int], totals: Totals, record: Recorder
+    ) -> AsyncIterator[FileDone]:
+        totals.chunks_embedded += await embedding
+        for prepared in group:
+            if prepared.embed_error:
+                outcome, error = Outcome.FAILED, f"stored but not embedded: {prepared.embed_error}"
+            else:
+                outcome, error = (Outcome.ADDED if prepared.is_new else Outcome.UPDATED), ""
+            event = totals.report(
+                prepared.note.path,
+                outcome,
+                len(prepared.chunks),
+                error,
+                tuple(prepared.warnings),
+                prepared.embedded,
+                recorded=True,
+            )
+            # The note and its queue row's outcome in one transaction: a worker killed between the two would leave
+            # a note stored that no sync counts as written.
+            await self.write(prepared, lambda connection, event=event: record(connection, event))
+            yield event

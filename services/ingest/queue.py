@@ -1,0 +1,142 @@
+"""The work queue: a sync's changed files, shared by every ingest process listening.
+
+A sync queues the files that may have changed; this process and every other one listening (see `queue_worker`)
+claim them a batch at a time, index them, and record each outcome on its queue row in the transaction that stores the
+note. A claim older than its lease belongs to a worker that died, and is claimed again. The sync follows the rows as
+they are done, whoever did them, and reports each file once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+
+from secondbrain.db import Database
+from secondbrain.ingest import store
+from secondbrain.ingest.events import FileDone, Outcome, Totals
+from secondbrain.ingest.indexing import GROUP_NOTES, NoteIndexer
+from secondbrain.ingest.note_paths import note_path
+from secondbrain.ingest.vault_walk import VaultFile
+
+log = logging.getLogger(__name__)
+
+# Files a worker claims from the queue at once: several groups, so embedding one overlaps preparing the next.
+CLAIM_BATCH = 4 * GROUP_NOTES
+# A claim older than this is taken to belong to a worker that died, and is claimed again.
+LEASE_SECONDS = 600.0
+# How often a sync looks for files other workers finished.
+FOLLOW_SECONDS = 0.1
+
+
+class WorkQueue:
+    """This process's part in the queue: queueing a sync's files, claiming and indexing them, following the run."""
+
+    def __init__(self, db: Database, indexer: NoteIndexer, claim_batch: int = CLAIM_BATCH) -> None:
+        self.db = db
+        self.indexer = indexer
+        self.claim_batch = claim_batch
+        # Names this process's claims in the queue: the pod (host) and the process.
+        self.worker_name = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+
+    async def queue_and_follow(
+        self, run_id: int, root: Path, force: bool, changed: dict[str, str], totals: Totals
+    ) -> AsyncIterator[FileDone]:
+        """Queue the `changed` files (name on disk -> note path), work on the queue with whichever other ingest
+        processes are listening, and report each file as it is finished, whoever finished it."""
+        async with self.db.pool.acquire() as connection:
+            await store.enqueue(connection, run_id, str(root), force, list(changed))
+        helping = asyncio.create_task(self.work(run_id))
+        after, remaining, idle_since = 0, len(changed), time.monotonic()
+        reported: set[str] = set()
+        rescanned = idle_since
+        try:
+            while remaining:
+                async with self.db.pool.acquire() as connection:
+                    finished = await store.finished_since(connection, run_id, after)
+                finished = [item for item in finished if item.path not in reported]
+                for item in finished:
+                    reported.add(item.path)
+                    after, remaining = max(after, item.done_seq), remaining - 1
+                    totals.chunks_embedded += item.embedded
+                    yield totals.report(
+                        changed[item.path], Outcome(item.outcome), item.chunks, item.error, item.warnings, item.embedded
+                    )
+                if finished:
+                    idle_since = time.monotonic()
+                    continue
+                if time.monotonic() - max(idle_since, rescanned) > 1.0:
+                    # Once a quiet second, read the whole run again: a row can commit after one with a later
+                    # done_seq (two workers finishing at once), below the mark this follower has passed.
+                    after, rescanned = 0, time.monotonic()
+                if helping.done():
+                    helping.result()  # this process's own work failing ends the sync with its error
+                    if time.monotonic() - idle_since > 1.0:
+                        # Other workers hold the rest; claiming again takes over any whose lease ran out.
+                        helping, idle_since = asyncio.create_task(self.work(run_id)), time.monotonic()
+                await asyncio.sleep(FOLLOW_SECONDS)
+        finally:
+            helping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await helping
+
+    async def work(self, run_id: int | None = None) -> int:
+        """Claim queued files (of `run_id`, or of any sync) and process them until none is left to claim; returns
+        how many this process finished. Every ingest process runs this when a sync queues work."""
+        finished = 0
+        while True:
+            async with self.db.pool.acquire() as connection:
+                items = await store.claim(connection, self.worker_name, self.claim_batch, LEASE_SECONDS, run_id)
+            if not items:
+                return finished
+            for force in (False, True):
+                batch = [item for item in items if item.force is force]
+                if batch:
+                    finished += await self.process_claimed(batch, force)
+
+    async def process_claimed(self, items: list[store.QueueItem], force: bool) -> int:
+        """Index claimed files and record each one's outcome on its row; returns how many were finished."""
+        # A queued path is the name on disk (see queue_and_follow); the note it holds goes by its NFC spelling.
+        by_path = {note_path(item.path): item for item in items}
+        files, finished = [], 0
+        for item in items:
+            absolute = Path(item.vault_path) / item.path
+            try:
+                stat = await asyncio.to_thread(absolute.stat)
+            except OSError as error:
+                reason = f"{item.path} can no longer be read ({error.strerror or error}); the next sync catches up"
+                async with self.db.pool.acquire() as connection:
+                    await store.finish_item(connection, item.id, self.worker_name, "failed", 0, 0, reason, [])
+                finished += 1
+                continue
+            files.append(VaultFile(note_path(item.path), absolute, stat.st_size, stat.st_mtime, on_disk=item.path))
+        async with self.db.pool.acquire() as connection:
+            index = await store.fetch_files(connection, [file.path for file in files])
+
+        async def record(connection: asyncpg.Connection, event: FileDone) -> None:
+            kept = await store.finish_item(
+                connection,
+                by_path[event.path].id,
+                self.worker_name,
+                event.outcome.value,
+                event.chunks,
+                event.embedded,
+                event.error,
+                list(event.warnings),
+            )
+            if not kept:
+                log.warning("a queued file's claim was taken over before it finished", extra={"path": event.path})
+
+        async for event in self.indexer.index_files(files, index, Totals(), force, record):
+            if not event.recorded:
+                async with self.db.pool.acquire() as connection:
+                    await record(connection, event)
+            finished += 1
+        return finished

@@ -1,0 +1,35 @@
+"""Syncs: one at a time per database, under an advisory lock, each recorded in `ingest_runs` with how it ended."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import asyncpg
+
+# One index per database, so one sync at a time per database.
+SYNC_LOCK_KEY = int.from_bytes(hashlib.sha256(b"secondbrain.ingest.sync").digest()[:8], "big") >> 1
+
+
+async def try_lock_sync(connection: asyncpg.Connection) -> bool:
+    return bool(await connection.fetchval("SELECT pg_try_advisory_lock($1)", SYNC_LOCK_KEY))
+
+
+async def unlock_sync(connection: asyncpg.Connection) -> None:
+    await connection.execute("SELECT pg_advisory_unlock($1)", SYNC_LOCK_KEY)
+
+
+async def start_run(connection: asyncpg.Connection, vault_path: str) -> int:
+    return int(await connection.fetchval("INSERT INTO ingest_runs (vault_path) VALUES ($1) RETURNING id", vault_path))
+
+
+async def finish_run(
+    connection: asyncpg.Connection, run_id: int, status: str, totals: dict[str, int], error: str = ""
+) -> None:
+    await connection.execute(
+        "UPDATE ingest_runs SET finished_at = now(), status = $2, totals = $3::jsonb, error = $4 WHERE id = $1",
+        run_id,
+        status,
+        json.dumps(totals),
+        error,
+    )

@@ -1,0 +1,67 @@
+"""The index's status: counts, the embedding model, the last sync, and each file's state with why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import asyncpg
+
+from secondbrain.db.embedding_model import ModelRecord, current_model
+
+
+@dataclass(frozen=True)
+class FileStatusRow:
+    path: str
+    status: str
+    reason: str
+    chunks: int
+    indexed_at: datetime | None
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    notes: int
+    chunks: int
+    embedded_chunks: int
+    failed_notes: int
+    model: ModelRecord | None
+    last_sync: datetime | None
+    vault_path: str
+    files: list[FileStatusRow]
+
+
+async def index_status(connection: asyncpg.Connection, include_files: bool, path_prefix: str) -> IndexStatus:
+    counts = await connection.fetchrow(
+        """
+        SELECT (SELECT count(*) FROM vault_files WHERE status <> 'failed' OR body <> '') AS notes,
+               (SELECT count(*) FROM vault_chunks) AS chunks,
+               (SELECT count(*) FROM vault_chunks WHERE embedding IS NOT NULL) AS embedded,
+               (SELECT count(*) FROM vault_files WHERE status = 'failed') AS failed
+        """
+    )
+    run = await connection.fetchrow(
+        "SELECT finished_at, vault_path FROM ingest_runs WHERE status = 'succeeded' ORDER BY id DESC LIMIT 1"
+    )
+    files: list[FileStatusRow] = []
+    if include_files:
+        rows = await connection.fetch(
+            """
+            SELECT f.path, f.status, f.status_reason, f.indexed_at, count(c.id) AS chunks
+            FROM vault_files f LEFT JOIN vault_chunks c ON c.file_id = f.id
+            WHERE f.path LIKE $1 || '%'
+            GROUP BY f.id ORDER BY f.path
+            """,
+            path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"),
+        )
+        files = [FileStatusRow(r["path"], r["status"], r["status_reason"], r["chunks"], r["indexed_at"]) for r in rows]
+    return IndexStatus(
+        notes=counts["notes"],
+        chunks=counts["chunks"],
+        embedded_chunks=counts["embedded"],
+        failed_notes=counts["failed"],
+        model=await current_model(connection),
+        last_sync=run["finished_at"] if run else None,
+        vault_path=run["vault_path"] if run else "",
+        files=files,
+    )

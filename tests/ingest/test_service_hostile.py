@@ -1,0 +1,191 @@
+"""The IngestService against a hostile vault or client (issue 17): each bad file is one failed file, the rest of the
+sync goes on, and nothing outside the vault reaches the index or a model."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import grpc
+import pytest
+
+from secondbrain.ingest.v1 import ingest_service_pb2 as pb
+from tests.ingest.conftest import ARCHITECTURE_NOTE as ARCHITECTURE
+from tests.ingest.conftest import Ingest, chunks_of, failed_reasons, files, write_raw
+
+
+def incompressible(length: int, seed: str = "") -> str:
+    """`length` hex digits no compressor shortens: PostgreSQL compresses a long key before it checks the limit."""
+    digits = "".join(hashlib.sha256(f"{seed}:{block}".encode()).hexdigest() for block in range(length // 64 + 1))
+    return digits[:length]
+
+
+async def personas(ingest: Ingest) -> dict[str, str]:
+    async with ingest.db.pool.acquire() as connection:
+        rows = await connection.fetch("SELECT id, definition FROM personas")
+    return {row["id"]: row["definition"] for row in rows}
+
+
+async def test_a_persona_symlinked_out_of_the_vault_is_not_followed(ingest: Ingest, tmp_path) -> None:
+    outside = tmp_path / "passwd"
+    outside.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    ingest.vault.write(".claude/agents/gardener.md", "---\nname: Gardener\n---\nSpeak as a gardener.\n")
+    (ingest.vault.root / ".claude/agents/passwd.md").symlink_to(outside)
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    events = await ingest.sync()
+    refused = files(events)[".claude/agents/passwd.md"]
+    assert refused.outcome == pb.FILE_OUTCOME_FAILED
+    assert "outside the vault" in refused.error
+    stored = await personas(ingest)
+    assert "passwd" not in stored, "not listed among the personas, so never sent to a model"
+    assert not any("root:x:0:0" in definition for definition in stored.values())
+    assert stored["gardener"] == "Speak as a gardener."
+    assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
+
+
+async def test_a_persona_with_a_nul_byte_is_one_failed_file(ingest: Ingest) -> None:
+    ingest.vault.write(".claude/agents/gardener.md", "Speak as a gardener.\n")
+    (ingest.vault.root / ".claude/agents/broken.md").write_bytes(b"You are\x00 broken.\n")
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    events = await ingest.sync()
+    assert events[-1].WhichOneof("event") == "done", "the sync completes"
+    broken = files(events)[".claude/agents/broken.md"]
+    assert broken.outcome == pb.FILE_OUTCOME_FAILED
+    assert "NUL byte at byte offset 7" in broken.error
+    assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
+    assert set(await personas(ingest)) == {"assistant", "gardener"}
+    reasons = await failed_reasons(ingest)
+    assert "NUL byte" in reasons[".claude/agents/broken.md"]
+
+    (ingest.vault.root / ".claude/agents/broken.md").write_text("You are mended.\n")
+    events = await ingest.sync()
+    assert ".claude/agents/broken.md" not in files(events), "a mended persona is not reported as a deleted note"
+    assert (await personas(ingest))["broken"] == "You are mended."
+    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
+    assert [f.path for f in status.files] == ["Architecture.md"]
+
+
+async def test_a_note_path_too_long_to_index_is_one_failed_file(ingest: Ingest) -> None:
+    # Each folder name within the OS's 255-byte limit, the whole path past the 2,700 bytes a btree key can hold
+    # (and not compressible below it, as a repeated word would be).
+    folders = "/".join(incompressible(200, seed=str(index)) for index in range(15))
+    long_path = f"{folders}/Deep note.md"
+    assert len(long_path.encode()) > 2_700
+    ingest.vault.write(long_path, "# Deep\n\nToo far down.\n")
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    events = await ingest.sync()
+    assert events[-1].WhichOneof("event") == "done", "the sync completes"
+    deep = files(events)[long_path]
+    assert deep.outcome == pb.FILE_OUTCOME_FAILED
+    assert "1024-byte limit" in deep.error and "shorter" in deep.error
+    assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
+    assert len(await chunks_of(ingest, "Architecture.md")) > 0
+    assert events[-1].done.totals.failed == 1
+
+
+async def test_upsert_with_a_path_too_long_to_index_is_invalid_argument(ingest: Ingest) -> None:
+    path = incompressible(2_997) + ".md"
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await ingest.stub.UpsertNote(pb.UpsertNoteRequest(path=path, markdown="# x\n"))
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "3000 bytes" in raised.value.details() and "1024-byte limit" in raised.value.details()
+
+
+CAFE_NFC = "Caf\u00e9.md"
+CAFE_NFD = "Cafe\u0301.md"
+
+
+async def test_nfc_and_nfd_spellings_of_a_name_are_one_note(ingest: Ingest) -> None:
+    ingest.vault.write(CAFE_NFD, "# Café\n\nWritten by macOS, which spells names decomposed.\n")
+    ingest.vault.write(CAFE_NFC, "# Café\n\nThe same name, composed.\n")
+    events = await ingest.sync()
+    assert events[-1].WhichOneof("event") == "done"
+    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
+    assert [(f.path, f.state) for f in status.files] == [(CAFE_NFC, pb.FILE_STATE_INDEXED)]
+    twin = [event.file for event in events if event.WhichOneof("event") == "file" and event.file.error]
+    assert len(twin) == 1 and "Unicode" in twin[0].error
+
+
+async def test_a_decomposed_file_name_is_read_from_disk_and_indexed_composed(ingest: Ingest) -> None:
+    ingest.vault.write(CAFE_NFD, "# Café\n\nWritten by macOS.\n")
+    events = await ingest.sync()
+    assert files(events)[CAFE_NFC].outcome == pb.FILE_OUTCOME_ADDED
+    assert len(await chunks_of(ingest, CAFE_NFC)) == 1
+    removed = await ingest.stub.DeleteNote(pb.DeleteNoteRequest(path=CAFE_NFD))
+    assert removed.chunks_removed == 1, "a client's decomposed spelling names the same note"
+
+
+async def test_a_note_indexed_under_a_decomposed_name_converges_without_reembedding(ingest: Ingest) -> None:
+    ingest.vault.write(CAFE_NFD, "# Café\n\nWritten by macOS.\n")
+    await ingest.sync()
+    async with ingest.db.pool.acquire() as connection:
+        # What an earlier version stored: the name as spelled on disk.
+        await connection.execute("UPDATE vault_files SET path = $1", CAFE_NFD)
+    before = len(ingest.embedded_texts())
+    events = await ingest.sync()
+    assert {path: f.outcome for path, f in files(events).items()} == {CAFE_NFC: pb.FILE_OUTCOME_UNCHANGED}
+    assert len(ingest.embedded_texts()) == before, "the stored note is renamed, not lost and re-embedded"
+    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
+    assert [f.path for f in status.files] == [CAFE_NFC]
+
+
+async def test_upsert_of_both_spellings_is_one_note(ingest: Ingest) -> None:
+    first = await ingest.stub.UpsertNote(pb.UpsertNoteRequest(path=CAFE_NFD, markdown="# Café\n\nOne.\n"))
+    second = await ingest.stub.UpsertNote(pb.UpsertNoteRequest(path=CAFE_NFC, markdown="# Café\n\nTwo.\n"))
+    assert (first.outcome, second.outcome) == (pb.FILE_OUTCOME_ADDED, pb.FILE_OUTCOME_UPDATED)
+    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
+    assert [f.path for f in status.files] == [CAFE_NFC]
+
+
+# Linux lets a name be any bytes; one written in Latin-1 reaches Python with surrogate escapes ("caf\udce9.md"), which
+# neither PostgreSQL nor protobuf can carry. Such a file is reported under its name with the bad bytes spelled out.
+
+
+def rename_raw(source: bytes, target: Path) -> None:
+    Path(os.fsdecode(source)).rename(target)
+
+
+async def test_a_file_name_that_is_not_utf8_is_one_failed_file(ingest: Ingest) -> None:
+    latin1_name = write_raw(ingest.vault.root, b"Caf\xe9.md", b"# Cafe\n\nNamed in Latin-1.\n")
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    events = await ingest.sync()
+    assert events[-1].WhichOneof("event") == "done", "the sync completes"
+    done = files(events)
+    latin1 = done["Caf\\xe9.md"]
+    assert latin1.outcome == pb.FILE_OUTCOME_FAILED
+    assert "file name is not valid UTF-8" in latin1.error and "rename it" in latin1.error
+    assert done["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
+    assert len(await chunks_of(ingest, "Architecture.md")) > 0
+    assert "not valid UTF-8" in (await failed_reasons(ingest))["Caf\\xe9.md"]
+
+    rename_raw(latin1_name, ingest.vault.root / "Café.md")
+    events = await ingest.sync()
+    assert files(events)["Café.md"].outcome == pb.FILE_OUTCOME_ADDED, "renamed, it is indexed"
+    assert await failed_reasons(ingest) == {}
+
+
+async def test_notes_in_a_folder_whose_name_is_not_utf8_fail_one_by_one(ingest: Ingest) -> None:
+    write_raw(ingest.vault.root, b"R\xe9sum\xe9s/Plan.md", b"# Plan\n\nIn a Latin-1 folder.\n")
+    write_raw(ingest.vault.root, b"R\xe9sum\xe9s/photo.jpg", b"\xff\xd8\xff")
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    events = await ingest.sync()
+    assert events[-1].WhichOneof("event") == "done", "the sync completes"
+    failed = {path: f.error for path, f in files(events).items() if f.outcome == pb.FILE_OUTCOME_FAILED}
+    assert list(failed) == ["R\\xe9sum\\xe9s/Plan.md"], "the note in it, not the picture"
+    assert "folder name" in failed["R\\xe9sum\\xe9s/Plan.md"] and "rename it" in failed["R\\xe9sum\\xe9s/Plan.md"]
+    assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
+    assert len(await chunks_of(ingest, "Architecture.md")) > 0
+
+
+async def test_a_persona_whose_name_is_not_utf8_is_one_failed_file(ingest: Ingest) -> None:
+    ingest.vault.write(".claude/agents/gardener.md", "Speak as a gardener.\n")
+    write_raw(ingest.vault.root, b".claude/agents/caf\xe9.md", b"Speak as a waiter.\n")
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    events = await ingest.sync()
+    assert events[-1].WhichOneof("event") == "done", "the sync completes"
+    waiter = files(events)[".claude/agents/caf\\xe9.md"]
+    assert waiter.outcome == pb.FILE_OUTCOME_FAILED
+    assert "file name is not valid UTF-8" in waiter.error
+    assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
+    assert set(await personas(ingest)) == {"assistant", "gardener"}
