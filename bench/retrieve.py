@@ -115,10 +115,10 @@ async def time_embedding(embedder: Embedder, queries: list[str]) -> tuple[list[n
 
 
 async def explain(db: Database, query: str, vector: np.ndarray) -> str:
-    sql, _ = store._hybrid_sql(DIMENSION, Filters(), False)
-    async with db.pool.acquire() as connection, connection.transaction():
-        await connection.execute("SET LOCAL hnsw.ef_search = 100; SET LOCAL hnsw.iterative_scan = relaxed_order")
-        rows = await connection.fetch("EXPLAIN (ANALYZE, BUFFERS OFF, COSTS OFF) " + sql, query, "", 40, vector)
+    sql, params = store.candidates_statement(query, 40, Filters(), vector)
+    explained = store.Statement("EXPLAIN (ANALYZE, BUFFERS OFF, COSTS OFF) " + sql, params)
+    async with db.pool.acquire() as connection:
+        rows = await store.fetch(connection, explained, vector_scan=True)
     plan = "\n".join(row[0] for row in rows)
     return re.sub(r"'\[[^\]]{60,}\]'", "'[…384 floats…]'", plan)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from secondbrain.retrieve.chunk_text import body_of
 from secondbrain.retrieve.store import ChunkRow
 
 
@@ -18,12 +19,6 @@ class Span:
     last: int
     best_rank: int  # the rank of its best winner, 0-based
     winners: list[int] = field(default_factory=list)  # chunk indexes of the winners inside, best first
-
-
-def body_of(content: str) -> str:
-    """A chunk's text without its "Title > Heading" prefix line."""
-    _prefix, separator, text = content.partition("\n\n")
-    return text if separator else content
 
 
 # The chunker's overlap is whole sentences or words, tens of tokens; a shorter shared run is a coincidence.
@@ -92,8 +87,9 @@ def plan_spans(
 
 
 @dataclass(frozen=True)
-class PassageText:
-    file_id: int
+class Excerpt:
+    """A passage's text and where it stands in its note; the passage a client reads carries it too."""
+
     path: str
     title: str
     heading_path: list[str]
@@ -101,6 +97,13 @@ class PassageText:
     end_line: int
     text: str
     chunk_indexes: list[int]
+
+
+@dataclass(frozen=True)
+class PassageText(Excerpt):
+    """An assembled span: its excerpt, the note it is from, its size, and the rank of its best winner."""
+
+    file_id: int
     tokens: int
     best_rank: int
 

@@ -1,4 +1,5 @@
-"""Folder and tag filters (the design record's PARA scope), validated once and applied inside SQL.
+"""Folder and tag filters (the design record's PARA scope), validated once and applied inside SQL (the store's
+`Params.filters` writes the clause).
 
 A folder matches every note under it; a tag matches itself and its children (`project` matches `project/alpha`),
 case-insensitively, as Obsidian does.
@@ -14,10 +15,6 @@ from secondbrain.errors import InvalidInput
 
 MAX_FILTERS = 20
 _TAG = re.compile(r"^[\w/-]+$", re.UNICODE)
-
-
-def _like_prefix(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 @dataclass(frozen=True)
@@ -53,21 +50,3 @@ class Filters:
 
     def __bool__(self) -> bool:
         return bool(self.folders or self.tags)
-
-    def sql(self, file_alias: str, first_param: int) -> tuple[str, list[object]]:
-        """A boolean SQL expression over the `vault_files` row `file_alias`, and its parameters numbered from
-        `first_param`; ("true", []) without filters."""
-        clauses: list[str] = []
-        params: list[object] = []
-        if self.folders:
-            params.append([_like_prefix(folder + "/") for folder in self.folders])
-            clauses.append(f"{file_alias}.path LIKE ANY(${first_param + len(params) - 1}::text[])")
-        if self.tags:
-            params.append(list(self.tags))
-            params.append([_like_prefix(tag + "/") for tag in self.tags])
-            exact, children = first_param + len(params) - 2, first_param + len(params) - 1
-            clauses.append(
-                f"EXISTS (SELECT 1 FROM unnest({file_alias}.tags) AS tag "
-                f"WHERE lower(tag) = ANY(${exact}::text[]) OR lower(tag) LIKE ANY(${children}::text[]))"
-            )
-        return (" AND ".join(clauses) or "true"), params

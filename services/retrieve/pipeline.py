@@ -10,8 +10,8 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
@@ -23,14 +23,13 @@ from secondbrain.errors import InvalidInput, ResourceExhausted, SecondbrainError
 from secondbrain.llm import ChatMessage
 from secondbrain.retrieve import store
 from secondbrain.retrieve.condense import Condenser, PlannedQuery
-from secondbrain.retrieve.expand import PassageText, assemble, plan_spans, within_budget
+from secondbrain.retrieve.expand import Excerpt, PassageText, assemble, plan_spans, within_budget
 from secondbrain.retrieve.filters import Filters
-from secondbrain.retrieve.fusion import Fused, fuse_queries
+from secondbrain.retrieve.fusion import Candidate, Fused, fuse_queries
+from secondbrain.retrieve.modes import Mode
 from secondbrain.retrieve.rerank import Reranker
 
 log = logging.getLogger(__name__)
-
-Mode = Literal["hybrid", "lexical", "vector"]
 
 MAX_QUERY_CHARS = 8_000
 MAX_HISTORY_MESSAGES = 100
@@ -40,7 +39,7 @@ LINK_SOURCES = 3  # top passages whose linked notes may join
 
 
 @dataclass(frozen=True)
-class Options:
+class RetrievalOptions:
     """The knobs of one retrieval, each already resolved against the configured defaults."""
 
     max_passages: int
@@ -65,7 +64,7 @@ class Options:
         rerank_model: str = "",
         expand_neighbours: bool | None = None,
         token_budget: int = 0,
-    ) -> Options:
+    ) -> RetrievalOptions:
         if not 0 <= max_passages <= 50:
             raise InvalidInput(f"max_passages is {max_passages}: ask for 1 to 50 passages, or 0 for the default")
         if not (token_budget == 0 or 100 <= token_budget <= 100_000):
@@ -83,30 +82,35 @@ class Options:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Decisions:
+    """What ranking decided: the queries it ran, whether the vector arm, condensing and reranking ran (a skip says
+    why, for people), and the embedding model. The plan a client sees and the ranking the evaluation reads carry
+    them both."""
+
     queries: list[PlannedQuery]
-    filters: Filters
-    mode: Mode
     vector_arm_ran: bool
     vector_arm_skipped_reason: str
     condense_skipped_reason: str
     reranked: bool
     rerank_skipped_reason: str
     embedding_model: str
+
+
+@dataclass(frozen=True)
+class Plan(Decisions):
+    """What retrieval decided and searched with, sent once the search is done, ahead of the passages."""
+
+    filters: Filters
+    mode: Mode
     max_passages: int
 
 
 @dataclass(frozen=True)
-class Passage:
+class Passage(Excerpt):
+    """A numbered passage, as a client reads it: its excerpt, and how it ranked."""
+
     number: int
-    path: str
-    title: str
-    heading_path: list[str]
-    start_line: int
-    end_line: int
-    text: str
     score: float
-    chunk_indexes: list[int]
     lexical_rank: int | None
     vector_rank: int | None
     fused_score: float
@@ -135,7 +139,7 @@ class _Clock:
 
 
 @dataclass(frozen=True)
-class Ranked:
+class RankedChunk:
     """A chunk in the final order: fused across arms and queries, perhaps joined by a link, perhaps reranked."""
 
     fused: Fused
@@ -144,17 +148,10 @@ class Ranked:
 
 
 @dataclass(frozen=True)
-class Ranking:
-    """Everything before passages are assembled: the queries run, the chunks in order, and how it went."""
+class Ranking(Decisions):
+    """Everything before passages are assembled: what was decided, and the chunks in order."""
 
-    queries: list[PlannedQuery]
-    ranked: list[Ranked]
-    vector_arm_ran: bool
-    vector_arm_skipped_reason: str
-    condense_skipped_reason: str
-    reranked: bool
-    rerank_skipped_reason: str
-    embedding_model: str
+    ranked: list[RankedChunk]
 
 
 def validate_query(query: str, history: Sequence[ChatMessage]) -> str:
@@ -211,7 +208,9 @@ class Retriever:
             return None, f"the embedder failed: {error}", ""
         return vectors, "", self.embedder.identity
 
-    async def _search(self, query: str, filters: Filters, vector: np.ndarray | None, lexical: bool, k: int) -> list:
+    async def _search(
+        self, query: str, filters: Filters, vector: np.ndarray | None, lexical: bool, k: int
+    ) -> list[Candidate]:
         async with self.db.pool.acquire() as connection:
             return await store.hybrid_candidates(
                 connection,
@@ -224,7 +223,7 @@ class Retriever:
             )
 
     async def retrieve(
-        self, query: str, history: Sequence[ChatMessage], filters: Filters, options: Options
+        self, query: str, history: Sequence[ChatMessage], filters: Filters, options: RetrievalOptions
     ) -> AsyncIterator[RetrieveEvent]:
         text = validate_query(query, history)
         clock = _Clock()
@@ -233,18 +232,7 @@ class Retriever:
         passages = await self._expand(ranking.ranked, options)
         clock.lap("expand", since)
 
-        yield Plan(
-            queries=ranking.queries,
-            filters=filters,
-            mode=options.mode,
-            vector_arm_ran=ranking.vector_arm_ran,
-            vector_arm_skipped_reason=ranking.vector_arm_skipped_reason,
-            condense_skipped_reason=ranking.condense_skipped_reason,
-            reranked=ranking.reranked,
-            rerank_skipped_reason=ranking.rerank_skipped_reason,
-            embedding_model=ranking.embedding_model,
-            max_passages=options.max_passages,
-        )
+        yield Plan(**_fields(ranking, Decisions), filters=filters, mode=options.mode, max_passages=options.max_passages)
         for passage in passages:
             yield passage
         clock.timings.append(("total", (time.perf_counter() - clock.started) * 1000))
@@ -255,7 +243,7 @@ class Retriever:
         text: str,
         history: Sequence[ChatMessage],
         filters: Filters,
-        options: Options,
+        options: RetrievalOptions,
         *,
         depth: int | None = None,
         clock: _Clock | None = None,
@@ -289,7 +277,7 @@ class Retriever:
             )
         )
         since = clock.lap("search", since)
-        ranked = [Ranked(f) for f in fuse_queries(rankings)]
+        ranked = [RankedChunk(f) for f in fuse_queries(rankings)]
         since = clock.lap("fuse", since)
 
         if self.settings.wikilink_expansion and ranked:
@@ -313,7 +301,7 @@ class Retriever:
             embedding_model=model,
         )
 
-    async def _linked(self, ranked: list[Ranked], query: str, filters: Filters) -> list[Ranked]:
+    async def _linked(self, ranked: list[RankedChunk], query: str, filters: Filters) -> list[RankedChunk]:
         sources = list(dict.fromkeys(r.fused.candidate.file_id for r in ranked[:LINK_SOURCES]))
         present = {r.fused.candidate.chunk_id for r in ranked}
         async with self.db.pool.acquire() as connection:
@@ -321,12 +309,14 @@ class Retriever:
                 connection, sources, query, filters, statement_timeout=STATEMENT_TIMEOUT_SECONDS
             )
         return [
-            Ranked(Fused(store.Candidate(chunk_id, file_id, index, None, None, 0.0), 0.0), via_link=True)
+            RankedChunk(Fused(Candidate(chunk_id, file_id, index, None, None, 0.0), 0.0), via_link=True)
             for chunk_id, file_id, index in linked
             if chunk_id not in present
         ]
 
-    async def _rerank(self, ranked: list[Ranked], query: str, options: Options) -> tuple[list[Ranked], str]:
+    async def _rerank(
+        self, ranked: list[RankedChunk], query: str, options: RetrievalOptions
+    ) -> tuple[list[RankedChunk], str]:
         """The top candidates reordered by a cross-encoder, or the fused order and why reranking did not happen."""
         top = ranked[: self.settings.reranker.candidates]
         winners = [(r.fused.candidate.file_id, r.fused.candidate.chunk_index) for r in top]
@@ -339,12 +329,12 @@ class Retriever:
             results = await reranker.rerank(query, documents, top_n=len(documents))
         except SecondbrainError as error:
             return ranked, f"reranking failed, so the fused order is kept: {error}"
-        reordered = [Ranked(top[r.index].fused, top[r.index].via_link, r.score) for r in results]
+        reordered = [RankedChunk(top[r.index].fused, top[r.index].via_link, r.score) for r in results]
         seen = {r.index for r in results}
         reordered += [item for i, item in enumerate(top) if i not in seen]
         return reordered + ranked[len(top) :], ""
 
-    async def _expand(self, ranked: list[Ranked], options: Options) -> list[Passage]:
+    async def _expand(self, ranked: list[RankedChunk], options: RetrievalOptions) -> list[Passage]:
         # Enough winners to fill the passages even when some merge into one span.
         winners = ranked[: options.max_passages * 3]
         keys = [(r.fused.candidate.file_id, r.fused.candidate.chunk_index) for r in winners]
@@ -357,21 +347,20 @@ class Retriever:
         return [_passage(number, text, winners[text.best_rank]) for number, text in enumerate(texts, start=1)]
 
 
-def _passage(number: int, text: PassageText, ranked: Ranked) -> Passage:
+def _passage(number: int, text: PassageText, ranked: RankedChunk) -> Passage:
     candidate = ranked.fused.candidate
     return Passage(
+        **_fields(text, Excerpt),
         number=number,
-        path=text.path,
-        title=text.title,
-        heading_path=text.heading_path,
-        start_line=text.start_line,
-        end_line=text.end_line,
-        text=text.text,
         score=ranked.rerank_score if ranked.rerank_score is not None else ranked.fused.score,
-        chunk_indexes=text.chunk_indexes,
         lexical_rank=candidate.lexical_rank,
         vector_rank=candidate.vector_rank,
         fused_score=ranked.fused.score,
         rerank_score=ranked.rerank_score,
         via_link=ranked.via_link,
     )
+
+
+def _fields(record: object, of: type) -> dict[str, Any]:
+    """The fields of `record` that the dataclass `of` declares, to carry them into a record of another class."""
+    return {declared.name: getattr(record, declared.name) for declared in fields(of)}

@@ -54,7 +54,9 @@ PRESETS: dict[str, RerankPreset] = {
 
 
 @dataclass(frozen=True)
-class Ranked:
+class RerankResult:
+    """One document's relevance to the query, as the provider judged it."""
+
     index: int
     """Into the documents given."""
     score: float
@@ -81,7 +83,7 @@ class Reranker:
         headers = {"Authorization": f"Bearer {context.api_key}"} if context.api_key else {}
         self.client = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(timeout_seconds))
 
-    async def rerank(self, query: str, documents: Sequence[str], top_n: int) -> list[Ranked]:
+    async def rerank(self, query: str, documents: Sequence[str], top_n: int) -> list[RerankResult]:
         """The `top_n` best of `documents` for `query`, best first.
 
         Raises FailedPrecondition (the key was refused: it names the variable), InvalidInput (the provider refused
@@ -128,11 +130,11 @@ class Reranker:
             raise self._malformed(f"status {response.status_code} with a body that is not JSON")
         return body
 
-    def _parse(self, body: Any, count: int, top_n: int) -> list[Ranked]:
+    def _parse(self, body: Any, count: int, top_n: int) -> list[RerankResult]:
         results = body.get("results") if isinstance(body, dict) else None
         if not isinstance(results, list):
             raise self._malformed('no "results" list')
-        ranked: list[Ranked] = []
+        ranked: list[RerankResult] = []
         seen: set[int] = set()
         for result in results:
             index = result.get("index") if isinstance(result, dict) else None
@@ -143,7 +145,7 @@ class Reranker:
             if not isinstance(score, int | float) or isinstance(score, bool) or not math.isfinite(score):
                 raise self._malformed(f"result {index} has relevance_score {score!r}")
             seen.add(index)
-            ranked.append(Ranked(index, float(score)))
+            ranked.append(RerankResult(index, float(score)))
         # Providers answer best first, but the contract here should not rest on that.
         ranked.sort(key=lambda r: r.score, reverse=True)
         return ranked[:top_n]

@@ -10,7 +10,8 @@ from secondbrain.errors import InvalidInput
 from secondbrain.llm import ChatMessage
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.note_search import search_notes, validate
-from secondbrain.retrieve.pipeline import Done, Options, Passage, Plan, RetrieveEvent, Retriever
+from secondbrain.retrieve.pipeline import Done, Passage, Plan, RetrieveEvent, Retriever
+from secondbrain.retrieve.pipeline import RetrievalOptions as Options
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
 from secondbrain.service.observe import RETRIEVE_STAGE

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import asyncpg
 import grpc
 import pytest
 
@@ -114,3 +115,9 @@ async def stack(tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPat
             if running is not None:
                 await running.stop(grace=1)
             await db.close()
+
+
+@pytest.fixture
+def pool(db: Database) -> asyncpg.Pool:
+    """The pool the services use (`secondbrain.db.Database`, pgvector's codec registered on every connection)."""
+    return db.pool

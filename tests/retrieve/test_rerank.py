@@ -17,7 +17,7 @@ from aiohttp import web
 from secondbrain.config import RerankSection
 from secondbrain.errors import ConfigError, FailedPrecondition, InvalidInput, Unavailable
 from secondbrain.llm import RetryPolicy
-from secondbrain.retrieve.rerank import MAX_DOCUMENT_CHARS, Ranked, Reranker, create_reranker
+from secondbrain.retrieve.rerank import MAX_DOCUMENT_CHARS, Reranker, RerankResult, create_reranker
 from tests.wire import Reply, RerankServer
 
 SECRET = "tgp-test-rerank-9a8b7c6d5e4f"
@@ -62,11 +62,19 @@ async def reranker(server: RerankServer) -> AsyncIterator[Reranker]:
 
 async def test_documents_come_back_best_first_with_their_scores(server: RerankServer, reranker: Reranker) -> None:
     ranked = await reranker.rerank(QUERY, DOCUMENTS, top_n=4)
-    assert ranked == [Ranked(1, 1.0), Ranked(2, pytest.approx(1 / 3)), Ranked(3, pytest.approx(1 / 3)), Ranked(0, 0.0)]
+    assert ranked == [
+        RerankResult(1, 1.0),
+        RerankResult(2, pytest.approx(1 / 3)),
+        RerankResult(3, pytest.approx(1 / 3)),
+        RerankResult(0, 0.0),
+    ]
 
 
 async def test_top_n_keeps_the_best(server: RerankServer, reranker: Reranker) -> None:
-    assert await reranker.rerank(QUERY, DOCUMENTS, top_n=2) == [Ranked(1, 1.0), Ranked(2, pytest.approx(1 / 3))]
+    assert await reranker.rerank(QUERY, DOCUMENTS, top_n=2) == [
+        RerankResult(1, 1.0),
+        RerankResult(2, pytest.approx(1 / 3)),
+    ]
     assert server.requests[-1].json["top_n"] == 2
     # More than there are documents asks for all of them, rather than sending a top_n the provider may refuse.
     assert len(await reranker.rerank(QUERY, DOCUMENTS, top_n=50)) == len(DOCUMENTS)
@@ -115,7 +123,7 @@ async def test_a_refused_request_is_invalid_input_without_the_key(server: Rerank
 
 async def test_a_rate_limit_is_retried(server: RerankServer, reranker: Reranker) -> None:
     server.script.push(Reply(status=429, headers={"retry-after": "0"}), Reply(status=503))
-    assert (await reranker.rerank(QUERY, DOCUMENTS, top_n=1)) == [Ranked(1, 1.0)]
+    assert (await reranker.rerank(QUERY, DOCUMENTS, top_n=1)) == [RerankResult(1, 1.0)]
     assert len(server.requests) == 3
 
 
@@ -215,6 +223,6 @@ async def test_custom_needs_a_base_url_and_a_model_but_not_a_key(server: RerankS
         create_reranker(RerankSection(provider="custom", base_url=server.root_url), {})
 
     local = create_reranker(section(server, provider="custom", model="bge-reranker-v2-m3"), {})
-    assert await local.rerank(QUERY, DOCUMENTS, top_n=1) == [Ranked(1, 1.0)]
+    assert await local.rerank(QUERY, DOCUMENTS, top_n=1) == [RerankResult(1, 1.0)]
     assert "authorization" not in server.requests[-1].headers
     await local.aclose()

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from secondbrain.errors import InvalidInput
 from secondbrain.evaluation.questions import Question
 from secondbrain.retrieve.filters import Filters
-from secondbrain.retrieve.pipeline import Options, Ranking, Retriever
+from secondbrain.retrieve.pipeline import Ranking, Retriever
+from secondbrain.retrieve.pipeline import RetrievalOptions as Options
 
 # Notes ranked per question: enough for Recall@100.
 DEPTH = 100

@@ -1,4 +1,4 @@
-"""Focused tests of the pure parts: fusion across queries, span planning, overlap removal, the token budget."""
+"""Small to big: span planning, overlap removal and the token budget (pure functions, no database)."""
 
 from __future__ import annotations
 
@@ -9,40 +9,11 @@ from secondbrain.retrieve.expand import (
     MIN_OVERLAP_CHARS,
     PassageText,
     assemble,
-    body_of,
     plan_spans,
     within_budget,
     without_overlap,
 )
-from secondbrain.retrieve.fusion import fuse_queries
-from secondbrain.retrieve.store import Candidate, ChunkRow, LexicalQuery
-
-
-def candidate(chunk_id: int, lexical: int | None = None, vector: int | None = None) -> Candidate:
-    return Candidate(chunk_id, file_id=1, chunk_index=chunk_id, lexical_rank=lexical, vector_rank=vector, fused=0.0)
-
-
-def test_single_query_keeps_the_sql_fusion() -> None:
-    ranking = [candidate(1), candidate(2)]
-    assert [f.candidate.chunk_id for f in fuse_queries([ranking])] == [1, 2]
-
-
-def test_a_chunk_found_by_every_phrasing_rises() -> None:
-    first = [candidate(1, lexical=1), candidate(2, lexical=2), candidate(3, lexical=3)]
-    second = [candidate(3, vector=1), candidate(4, vector=2)]
-    fused = fuse_queries([first, second])
-    assert [f.candidate.chunk_id for f in fused] == [3, 1, 2, 4], "2 and 4 tie; the earlier query's wins"
-    three = fused[0].candidate
-    assert (three.lexical_rank, three.vector_rank) == (3, 1), "best arm ranks over all queries"
-
-
-@given(st.lists(st.lists(st.integers(1, 30), unique=True, max_size=10), min_size=1, max_size=4))
-def test_fusion_is_a_permutation_of_the_union(rankings: list[list[int]]) -> None:
-    fused = fuse_queries([[candidate(c) for c in ranking] for ranking in rankings])
-    ids = [f.candidate.chunk_id for f in fused]
-    assert sorted(ids) == sorted({c for ranking in rankings for c in ranking})
-    scores = [f.score for f in fused]
-    assert scores == sorted(scores, reverse=True)
+from secondbrain.retrieve.store import ChunkRow
 
 
 def row(index: int, text: str, file_id: int = 1, heading: str = "H", tokens: int = 10) -> ChunkRow:
@@ -80,7 +51,10 @@ def test_a_neighbour_in_another_section_gets_its_heading() -> None:
 
 
 def passage(rank: int, tokens: int) -> PassageText:
-    return PassageText(1, "n.md", "N", [], 1, 2, "text", [rank], tokens, rank)
+    return PassageText(
+        path="n.md", title="N", heading_path=[], start_line=1, end_line=2, text="text", chunk_indexes=[rank],
+        file_id=1, tokens=tokens, best_rank=rank,
+    )  # fmt: skip
 
 
 def test_budget_keeps_rank_order_skips_what_does_not_fit_and_always_keeps_the_best() -> None:
@@ -88,21 +62,6 @@ def test_budget_keeps_rank_order_skips_what_does_not_fit_and_always_keeps_the_be
     assert [p.best_rank for p in kept] == [0, 2, 3]
     assert [p.best_rank for p in within_budget([passage(0, 500)], budget=100, limit=10)] == [0]
     assert len(within_budget([passage(i, 1) for i in range(10)], budget=100, limit=3)) == 3
-
-
-def test_body_of_drops_the_prefix_line() -> None:
-    assert body_of("Title > Heading\n\nThe text.\n\nMore.") == "The text.\n\nMore."
-
-
-def test_search_box_syntax_is_split_into_scored_words_and_constraints() -> None:
-    parsed = LexicalQuery.parse('"vector store" choice -elasticsearch -"not this"')
-    assert (
-        parsed.constraint_text == '"vector store" "not this" -elasticsearch'
-        or "-elasticsearch" in parsed.constraint_text
-    )
-    assert "elasticsearch" not in parsed.scored_text
-    assert "vector store" in parsed.scored_text
-    assert LexicalQuery.parse("plain words").constraint_text == ""
 
 
 def overlap_by_definition(previous: str, following: str) -> str:

@@ -1,0 +1,40 @@
+"""All of the retrieve service's SQL, in one place, each name re-exported here so the service reads
+`store.hybrid_candidates` whatever module holds it.
+
+- `hybrid`: the chunk-level hybrid statement a chat turn's retrieval runs per query (BM25 and vector arms, fused).
+- `chunks`: the ranked chunks read back, with their neighbours, and the best chunks of linked notes.
+- `notes`: the note-level search box's statements (lexical, vector, hybrid).
+- `statement`: what they all share: the one parameter builder (no statement numbers its `$n` by hand), the filter
+  clause, LIKE escaping, and running a statement within a deadline, the vector arm's HNSW settings scoped to it.
+"""
+
+from secondbrain.retrieve.store.chunks import ChunkRow, chunks_around, linked_candidates
+from secondbrain.retrieve.store.hybrid import LexicalQuery, candidates_statement, hybrid_candidates
+from secondbrain.retrieve.store.notes import (
+    MATCH_START,
+    MATCH_STOP,
+    fetch_notes,
+    hybrid_notes_statement,
+    lexical_notes_statement,
+    vector_notes_statement,
+)
+from secondbrain.retrieve.store.statement import HNSW_EF_SEARCH, Params, Statement, fetch
+
+__all__ = [
+    "HNSW_EF_SEARCH",
+    "MATCH_START",
+    "MATCH_STOP",
+    "ChunkRow",
+    "LexicalQuery",
+    "Params",
+    "Statement",
+    "candidates_statement",
+    "chunks_around",
+    "fetch",
+    "fetch_notes",
+    "hybrid_candidates",
+    "hybrid_notes_statement",
+    "lexical_notes_statement",
+    "linked_candidates",
+    "vector_notes_statement",
+]

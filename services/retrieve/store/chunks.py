@@ -1,0 +1,106 @@
+"""Reading chunks once they are ranked: the winners with their neighbours, and the best chunk of each linked note."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import asyncpg
+
+from secondbrain.retrieve.filters import Filters
+from secondbrain.retrieve.store.statement import Params, deadline_after, fetch
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: int
+    file_id: int
+    chunk_index: int
+    heading_path: list[str]
+    start_line: int
+    end_line: int
+    content: str
+    token_count: int
+    path: str
+    title: str
+
+
+async def chunks_around(
+    connection: asyncpg.Connection,
+    winners: Sequence[tuple[int, int]],
+    radius: int,
+    statement_timeout: float | None = None,
+) -> list[ChunkRow]:
+    """The chunks within `radius` of each (file_id, chunk_index) winner, the winners included, in one query."""
+    if not winners:
+        return []
+    p = Params()
+    file_ids, indexes = p.add([file_id for file_id, _ in winners]), p.add([index for _, index in winners])
+    radius_p = p.add(radius)
+    statement = p.statement(f"""
+        SELECT c.id, c.file_id, c.chunk_index, c.heading_path, c.start_line, c.end_line, c.content, c.token_count,
+               f.path, f.title
+        FROM unnest({file_ids}::bigint[], {indexes}::int[]) AS w(file_id, chunk_index)
+        JOIN vault_chunks c
+          ON c.file_id = w.file_id AND c.chunk_index BETWEEN w.chunk_index - {radius_p} AND w.chunk_index + {radius_p}
+        JOIN vault_files f ON f.id = c.file_id
+        """)
+    rows = await fetch(connection, statement, vector_scan=False, deadline=deadline_after(statement_timeout))
+    unique = {row["id"]: row for row in rows}
+    return [
+        ChunkRow(
+            r["id"],
+            r["file_id"],
+            r["chunk_index"],
+            list(r["heading_path"]),
+            r["start_line"],
+            r["end_line"],
+            r["content"],
+            r["token_count"],
+            r["path"],
+            r["title"],
+        )
+        for r in unique.values()
+    ]
+
+
+async def linked_candidates(
+    connection: asyncpg.Connection,
+    file_ids: Sequence[int],
+    query: str,
+    filters: Filters,
+    statement_timeout: float | None = None,
+) -> list[tuple[int, int, int]]:
+    """For notes linked from `file_ids` (by path, file name, title or alias), each one's best chunk for the query
+    (by lexical overlap, else its first): (chunk_id, file_id, chunk_index), in link order."""
+    if not file_ids:
+        return []
+    p = Params()
+    sources, query_p, limit = p.add(list(file_ids)), p.add(query), p.add(len(file_ids) * 3)
+    statement = p.statement(f"""
+        WITH targets AS (
+            -- The winners' order first, then each winner's link order.
+            SELECT f.id, min(array_position({sources}::bigint[], l.file_id) * 100000 + l.ordinal) AS position
+            FROM vault_links l
+            JOIN vault_files f
+              ON lower(f.path) = lower(l.target) OR lower(f.path) = lower(l.target) || '.md'
+              OR lower(regexp_replace(f.path, '^.*/', '')) = lower(l.target) || '.md'
+              OR lower(f.title) = lower(l.target)
+              OR lower(l.target) = ANY(SELECT lower(a) FROM unnest(f.aliases) a)
+            WHERE l.file_id = ANY({sources}::bigint[]) AND NOT (f.id = ANY({sources}::bigint[]))
+              AND {p.filters(filters, "f")}
+            GROUP BY f.id
+        )
+        SELECT best.id, best.file_id, best.chunk_index
+        FROM targets t
+        CROSS JOIN LATERAL (
+            SELECT c.id, c.file_id, c.chunk_index FROM vault_chunks c
+            WHERE c.file_id = t.id
+            ORDER BY ts_rank(c.tsv, plainto_tsquery(secondbrain_ts_config(), {query_p})) DESC, c.chunk_index
+            LIMIT 1
+        ) best
+        ORDER BY t.position
+        LIMIT {limit}
+        """)
+    rows = await fetch(connection, statement, vector_scan=False, deadline=deadline_after(statement_timeout))
+    return [(r["id"], r["file_id"], r["chunk_index"]) for r in rows]

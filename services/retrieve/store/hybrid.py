@@ -1,0 +1,222 @@
+"""Hybrid chunk retrieval in one statement per query (what a chat turn reads).
+
+The top k chunks by BM25 (postings read through their primary key, one range per query lexeme), ordered by their
+BM25 plus a share of their heading section's, and the top k by cosine distance (the partial HNSW index of the
+model's dimension), fused by reciprocal rank fusion (`secondbrain.retrieve.fusion`). Filters and quoted
+phrases/exclusions apply inside both arms. The vector arm's settings (`hnsw.ef_search`, `hnsw.iterative_scan`) are
+set for the statement's own transaction only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import asyncpg
+import numpy as np
+
+from secondbrain.retrieve.filters import Filters
+from secondbrain.retrieve.fusion import Candidate, rrf_sql
+from secondbrain.retrieve.store.statement import Params, Statement, deadline_after, fetch
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+# A lexical candidate's score is its chunk's BM25 plus this times its section's: the chunks under the same heading
+# path, as one text. A section split into several chunks by the size budget is one passage to its author, and a chunk
+# whose section matches the query throughout is the better hit. Chosen on SciFact's train split (whose abstracts have
+# no headings, so a section is the whole abstract): lexical nDCG@10 0.685 at 0, 0.691 at 0.5, 0.690 at 1 and 2; it
+# also helps the Obsidian Help questions (docs/benchmarks.md, retrieval tuning log).
+SECTION_WEIGHT = 0.5
+# Postings read per query lexeme, best first. Only lexemes in more chunks than this are cut, and their IDF is low.
+MAX_POSTINGS_PER_LEXEME = 2000
+
+_PHRASE = re.compile(r'(-?)"([^"]+)"')
+_EXCLUSION = re.compile(r"(?:^|\s)-(\w[\w'-]*)", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class LexicalQuery:
+    """A question split the way a search box reads it: words to score, plus "phrases" and -exclusions to obey."""
+
+    scored_text: str
+    constraint_text: str
+
+    @classmethod
+    def parse(cls, query: str) -> LexicalQuery:
+        phrases = [(sign, text.strip()) for sign, text in _PHRASE.findall(query) if text.strip()]
+        rest = _PHRASE.sub(" ", query)
+        words = [f"-{word}" for word in _EXCLUSION.findall(rest)]
+        scored = [_EXCLUSION.sub(" ", rest).replace('"', " "), *(text for sign, text in phrases if not sign)]
+        constraints = [f'{sign}"{text}"' for sign, text in phrases] + words
+        return cls(" ".join(" ".join(scored).split()), " ".join(constraints))
+
+
+def _bm25(idf: str, tf: str, length: str, average: str) -> str:
+    """One lexeme's BM25 term for a text, from SQL expressions for its parts."""
+    return f"{idf} * {tf} * {BM25_K1 + 1} / ({tf} + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * {length} / {average}))"
+
+
+# The statement, top to bottom. Its slots: the bind parameters ({scored}, {constraint}, {k}); the tuning constants and
+# the BM25 and fused-score expressions; {allowed}, the CTE of the chunks the filters and the phrase/exclusion
+# constraint let through (empty when nothing restricts), and the {*_allowed} conditions that keep each arm to it;
+# {vector_ranked}, the vector arm (or one that finds nothing).
+_CANDIDATES = """
+    WITH {allowed}
+    query_lexemes AS (
+        -- (The phrase/exclusion constraint is typed here so it is valid when no filter uses it.)
+        SELECT DISTINCT lexeme FROM unnest(to_tsvector(secondbrain_ts_config(), {scored}::text))
+        WHERE {constraint}::text IS NOT NULL
+    ),
+    corpus AS (
+        SELECT greatest(chunks, 1)::float8 AS n, greatest(total_length, 1)::float8 / greatest(chunks, 1) AS avgdl,
+               greatest(total_length, 1)::float8 / greatest(sections, 1) AS avgsection
+        FROM corpus_stats
+    ),
+    terms AS (
+        SELECT s.lexeme, ln(1 + (corpus.n - s.df + 0.5) / (s.df + 0.5)) AS idf
+        FROM query_lexemes q JOIN lexeme_stats s ON s.lexeme = q.lexeme CROSS JOIN corpus
+    ),
+    postings AS MATERIALIZED (
+        SELECT t.lexeme, t.idf, p.chunk_id, p.tf, p.length
+        FROM terms t
+        CROSS JOIN LATERAL (
+            SELECT chunk_id, tf, length FROM chunk_postings
+            WHERE lexeme = t.lexeme {postings_allowed}
+            ORDER BY impact DESC
+            LIMIT {max_postings}
+        ) p
+    ),
+    chunk_scores AS (
+        SELECT p.chunk_id, sum({chunk_bm25}) AS score
+        FROM postings p CROSS JOIN corpus
+        GROUP BY p.chunk_id
+        ORDER BY score DESC, p.chunk_id
+        LIMIT {k}
+    ),
+    -- The same k chunks, each scored again with its section's BM25 added: the section's chunks as one text, their
+    -- term frequencies and lengths summed (from the postings already read, so a lexeme's cut tail counts nowhere).
+    top_chunks AS (
+        SELECT s.chunk_id, s.score, c.file_id, c.heading_path
+        FROM chunk_scores s JOIN vault_chunks c ON c.id = s.chunk_id
+    ),
+    -- A section's length counts only the chunks whose postings were read, as its term frequencies do.
+    section_chunks AS (
+        SELECT c.id, c.file_id, c.heading_path, c.lexeme_count FROM vault_chunks c
+        WHERE (c.file_id, c.heading_path) IN (SELECT file_id, heading_path FROM top_chunks) {sections_allowed}
+    ),
+    section_lengths AS (
+        SELECT file_id, heading_path, sum(lexeme_count) AS length FROM section_chunks GROUP BY file_id, heading_path
+    ),
+    section_terms AS (
+        SELECT s.file_id, s.heading_path, p.lexeme, max(p.idf) AS idf, sum(p.tf) AS tf
+        FROM postings p JOIN section_chunks s ON s.id = p.chunk_id
+        GROUP BY s.file_id, s.heading_path, p.lexeme
+    ),
+    section_scores AS (
+        SELECT t.file_id, t.heading_path, sum({section_bm25}) AS score
+        FROM section_terms t JOIN section_lengths l USING (file_id, heading_path) CROSS JOIN corpus
+        GROUP BY t.file_id, t.heading_path
+    ),
+    lexical AS (
+        SELECT c.chunk_id, c.score + {section_weight} * coalesce(s.score, 0) AS score
+        FROM top_chunks c LEFT JOIN section_scores s USING (file_id, heading_path)
+    ),
+    lexical_ranked AS (
+        SELECT chunk_id, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank FROM lexical
+    ),
+    {vector_ranked},
+    fused AS (
+        SELECT coalesce(l.chunk_id, v.chunk_id) AS chunk_id, l.rank AS lexical_rank, v.rank AS vector_rank,
+               {fused_score} AS fused
+        FROM lexical_ranked l FULL JOIN vector_ranked v ON v.chunk_id = l.chunk_id
+    )
+    SELECT fused.chunk_id, c.file_id, c.chunk_index, fused.lexical_rank, fused.vector_rank, fused.fused
+    FROM fused JOIN vault_chunks c ON c.id = fused.chunk_id
+    ORDER BY fused.fused DESC, fused.chunk_id
+    LIMIT {k}
+"""
+
+_ALLOWED = """allowed AS MATERIALIZED (
+        SELECT c.id FROM vault_chunks c JOIN vault_files f ON f.id = c.file_id
+        WHERE {filters}
+          AND ({constraint} = '' OR c.tsv @@ websearch_to_tsquery(secondbrain_ts_config(), {constraint}))
+    ),"""
+
+# The ORDER BY repeats the partial index's expression and the WHERE its predicate, so the planner can use
+# `vault_chunks_embedding_<dim>_idx`.
+_VECTOR_RANKED = """vector_ranked AS (
+        SELECT id AS chunk_id, row_number() OVER (ORDER BY distance, id) AS rank
+        FROM (
+            SELECT c.id, {embedding} <=> {query_vector} AS distance
+            FROM vault_chunks c
+            WHERE vector_dims(c.embedding) = {dimension} {vectors_allowed}
+            ORDER BY {embedding} <=> {query_vector}
+            LIMIT {k}
+        ) nearest
+    )"""
+
+_NO_VECTOR_RANKED = "vector_ranked AS (SELECT NULL::bigint AS chunk_id, NULL::bigint AS rank WHERE false)"
+
+
+def candidates_statement(
+    query: str, k: int, filters: Filters, vector: np.ndarray | None, *, lexical: bool = True
+) -> Statement:
+    """The statement of the fused top `k` chunks for `query`; `vector` None leaves the vector arm empty, `lexical`
+    False the BM25 arm. Run it with `vector_scan` when it has a vector arm."""
+    parsed = LexicalQuery.parse(query)
+    p = Params()
+    scored = p.add(parsed.scored_text if lexical else "")
+    constraint = p.add(parsed.constraint_text)
+    k_param = p.add(k)
+    restrict = bool(filters) or bool(parsed.constraint_text)
+
+    def allowed(column: str) -> str:
+        return f"AND {column} IN (SELECT id FROM allowed)" if restrict else ""
+
+    vector_ranked = _NO_VECTOR_RANKED
+    if vector is not None:
+        dimension = int(vector.shape[0])
+        vector_ranked = _VECTOR_RANKED.format(
+            embedding=f"c.embedding::vector({dimension})",
+            query_vector=f"{p.add(vector)}::vector({dimension})",
+            dimension=dimension,
+            vectors_allowed=allowed("c.id"),
+            k=k_param,
+        )
+    allowed_cte = _ALLOWED.format(filters=p.filters(filters, "f"), constraint=constraint) if restrict else ""
+    sql = _CANDIDATES.format(
+        allowed=allowed_cte,
+        scored=scored,
+        constraint=constraint,
+        postings_allowed=allowed("chunk_id"),
+        max_postings=MAX_POSTINGS_PER_LEXEME,
+        chunk_bm25=_bm25("p.idf", "p.tf", "p.length", "corpus.avgdl"),
+        k=k_param,
+        sections_allowed=allowed("c.id"),
+        section_bm25=_bm25("t.idf", "t.tf", "l.length", "corpus.avgsection"),
+        section_weight=SECTION_WEIGHT,
+        vector_ranked=vector_ranked,
+        fused_score=rrf_sql("l.rank", "v.rank"),
+    )
+    return p.statement(sql)
+
+
+async def hybrid_candidates(
+    connection: asyncpg.Connection,
+    query: str,
+    k: int,
+    filters: Filters,
+    vector: np.ndarray | None,
+    *,
+    lexical: bool = True,
+    statement_timeout: float | None = None,
+) -> list[Candidate]:
+    """The fused top `k` chunks for one query; `vector` None skips the vector arm, `lexical` False the BM25 arm."""
+    statement = candidates_statement(query, k, filters, vector, lexical=lexical)
+    rows = await fetch(
+        connection, statement, vector_scan=vector is not None, deadline=deadline_after(statement_timeout)
+    )
+    return [
+        Candidate(r["chunk_id"], r["file_id"], r["chunk_index"], r["lexical_rank"], r["vector_rank"], float(r["fused"]))
+        for r in rows
+    ]

@@ -1,0 +1,232 @@
+"""Note-level search statements (the search box): lexical, vector and hybrid, each one SQL statement.
+
+Units are whole notes. The lexical arm matches the note's weighted tsvector (`vault_files.tsv`: title A, aliases and
+tags B, body D) with `websearch_to_tsquery`, so every typed word must match, quoted phrases and `-exclusions` work
+and `or` alternates, and it also matches the query as a case-insensitive substring of the title, path or body (part
+of a word, a path fragment, an identifier the stemmer mangles). The vector arm ranks chunks by cosine distance and
+keeps each note's best chunk. Hybrid fuses the two rankings by reciprocal rank fusion in the same statement (no
+Python fusion, one round trip).
+
+Ranking (only the order is meaningful; scores of different modes are not comparable):
+
+- lexical: ``tier + r / (r + 1)`` where ``r = ts_rank_cd(tsv, query) / (1 + ln(note length))`` with the default
+  weights (A 1.0, B 0.4, C 0.2, D 0.1), and ``tier`` is 2 when the title carries the query (it contains the typed
+  text, or every query term is in the title), 1 when the path contains the typed text or the aliases and tags
+  carry every term, else 0. ``r / (r + 1)`` is below 1, so a title match always ranks above a path, alias or tag
+  match, which ranks above a body-only match; within a tier the cover-density rank decides, and a substring-only
+  match (part of a word) ranks below whole-word matches of the same tier. Ties go to the path, alphabetically.
+- vector: the cosine similarity of the note's best chunk, ``1 - (embedding <=> query_vector)``.
+- hybrid: ``sum over the arms of 1 / (RRF_K + rank in that arm)`` (`secondbrain.retrieve.fusion`), each arm ranked
+  to ``max(2 * limit, 50)`` notes.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import asyncpg
+import numpy as np
+
+from secondbrain.errors import Unavailable
+from secondbrain.retrieve.filters import Filters
+from secondbrain.retrieve.fusion import rrf_sql
+from secondbrain.retrieve.store.statement import (
+    HNSW_EF_SEARCH,
+    Params,
+    Statement,
+    fetch,
+    like_escape,
+    seconds_left,
+)
+
+# How deep each arm ranks before fusion: a note ranked 40th by both arms should still be able to reach the top.
+MIN_FUSION_DEPTH = 50
+# Chunks fetched for every note returned by the vector arm. Several of a note's chunks are often among the nearest
+# (they share its heading prefix and subject), and collapsing happens after the index scan's LIMIT.
+CHUNKS_PER_NOTE = 4
+MAX_CHUNK_CANDIDATES = 1_000
+# pg_trgm takes trigrams from runs of letters and digits only. A query without three in a row ("ab", "C#", "%_%",
+# "!!!") gives the trigram indexes nothing to look up, so its substring match would read every note: it is skipped.
+_TRIGRAM_RUN = re.compile(r"[^\W_]{3}")
+# A `"phrase"` or a `-word` means the user is writing search syntax, not text to find verbatim.
+_SEARCH_SYNTAX = re.compile(r'"|(?:^|\s)-\w')
+
+# ts_headline marks matches with characters that do not occur in notes (Unicode private use), so that a note's own
+# `**bold**` is never mistaken for a match; they become `**` once the snippet is plain text.
+MATCH_START, MATCH_STOP = "\ue000", "\ue001"
+_HEADLINE_OPTIONS = (
+    f'StartSel={MATCH_START}, StopSel={MATCH_STOP}, MaxWords=20, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'
+)
+
+
+def _substring_pattern(text: str) -> str | None:
+    """The ILIKE pattern of the substring match, or None (no substring match) for a query the trigram indexes cannot
+    look up, or one written in search syntax, whose literal text is not what the user is looking for."""
+    if not _TRIGRAM_RUN.search(text) or _SEARCH_SYNTAX.search(text):
+        return None
+    return "%" + like_escape(text) + "%"
+
+
+def _lexical_ctes(p: Params, text: str, filters: Filters, depth: int) -> str:
+    """CTEs `query` (the tsquery and the substring pattern) and `lexical_ranked` (id, score, rank), best `depth` notes.
+
+    `query` is NOT MATERIALIZED so the planner substitutes its expressions: `f.tsv @@ <tsquery>` and
+    `f.title ILIKE <pattern>` then compare an indexed column with a constant, and the four OR'ed conditions become a
+    BitmapOr of the tsv GIN index and the three trigram GIN indexes. A NULL pattern (no substring match) folds away.
+    """
+    where = p.filters(filters, "f")
+    query, pattern, depth_p = p.add(text), p.add(_substring_pattern(text)), p.add(depth)
+    return f"""
+    query AS NOT MATERIALIZED (
+        SELECT websearch_to_tsquery(secondbrain_ts_config(), {query}) AS tsq,
+               {query}::text AS needle,
+               {pattern}::text AS pattern
+    ),
+    lexical_scored AS (
+        SELECT f.id, f.path,
+               CASE WHEN f.title ILIKE q.pattern OR ts_filter(f.tsv, '{{a}}') @@ q.tsq THEN 2
+                    WHEN f.path ILIKE q.pattern OR ts_filter(f.tsv, '{{b}}') @@ q.tsq THEN 1
+                    ELSE 0
+               END
+               -- 1: divide by 1 + ln(length); 32: r / (r + 1), so the text rank stays below one tier.
+               + ts_rank_cd(f.tsv, q.tsq, 1 | 32) AS score
+        FROM vault_files f CROSS JOIN query q
+        WHERE (f.tsv @@ q.tsq
+               OR f.title ILIKE q.pattern OR f.path ILIKE q.pattern OR f.body ILIKE q.pattern)
+          -- A file that failed before it was ever indexed has a title and no content: not a note to find.
+          AND NOT (f.status = 'failed' AND f.body = '')
+          AND {where}
+    ),
+    lexical_ranked AS (
+        SELECT id, score, row_number() OVER (ORDER BY score DESC, path) AS rank
+        FROM lexical_scored
+        ORDER BY rank
+        LIMIT {depth_p}
+    )"""
+
+
+def _vector_ctes(p: Params, vector: np.ndarray, filters: Filters, depth: int) -> str:
+    """CTE `vector_ranked` (id, distance, rank, heading_path, content): the `depth` notes nearest the query vector,
+    each by its best chunk.
+
+    The ORDER BY repeats the partial index's expression and the WHERE its predicate, so the planner can use
+    `vault_chunks_embedding_<dim>_idx`; the filter joins vault_files inside the scan, and the iterative scan (set by
+    `fetch` for the statement's transaction) keeps reading the graph until enough chunks pass it. `nearest` is
+    MATERIALIZED so the index scan's LIMIT is applied before collapsing to notes (pgvector's recommended shape for
+    relaxed_order, which may return rows slightly out of order: they are re-sorted here).
+    """
+    dim = int(vector.shape[0])
+    where = p.filters(filters, "f")
+    vector_p = p.add(vector)
+    candidates = p.add(min(max(depth * CHUNKS_PER_NOTE, HNSW_EF_SEARCH), MAX_CHUNK_CANDIDATES))
+    depth_p = p.add(depth)
+    return f"""
+    nearest AS MATERIALIZED (
+        SELECT c.file_id, c.heading_path, c.content, c.embedding::vector({dim}) <=> {vector_p} AS distance
+        FROM vault_chunks c JOIN vault_files f ON f.id = c.file_id
+        WHERE vector_dims(c.embedding) = {dim}
+          AND {where}
+        ORDER BY c.embedding::vector({dim}) <=> {vector_p}
+        LIMIT {candidates}
+    ),
+    best_chunk AS (
+        SELECT DISTINCT ON (file_id) file_id AS id, heading_path, content, distance
+        FROM nearest
+        ORDER BY file_id, distance
+    ),
+    vector_ranked AS (
+        SELECT b.id, b.distance, b.heading_path, b.content,
+               row_number() OVER (ORDER BY b.distance, f.path) AS rank
+        FROM best_chunk b JOIN vault_files f ON f.id = b.id
+        ORDER BY rank
+        LIMIT {depth_p}
+    )"""
+
+
+# Every statement returns the same columns, which note search turns into a NoteHit: headline (ts_headline of the body,
+# matches between MATCH_START and MATCH_STOP) and around (a window of the body around the first occurrence of the
+# typed text) are NULL where the lexical arm did not match; chunk (the best chunk's text) is NULL where the vector arm
+# did not.
+def _snippet_columns(p: Params, lexical_matched: str) -> str:
+    options = p.add(_HEADLINE_OPTIONS)
+    return f"""
+           CASE WHEN {lexical_matched}
+                THEN ts_headline(secondbrain_ts_config(), f.body, q.tsq, {options}) END AS headline,
+           CASE WHEN {lexical_matched} AND q.pattern IS NOT NULL
+                THEN substr(f.body, greatest(strpos(lower(f.body), lower(q.needle)) - 200, 1),
+                            400 + length(q.needle)) END AS around"""
+
+
+def lexical_notes_statement(text: str, filters: Filters, limit: int) -> Statement:
+    """The lexical search statement."""
+    p = Params()
+    ctes = _lexical_ctes(p, text, filters, limit)
+    snippets = _snippet_columns(p, "true")
+    return p.statement(f"""
+    WITH {ctes}
+    SELECT f.path, f.title, f.tags, l.score::float8 AS score,
+           '{{}}'::text[] AS heading_path, NULL::text AS chunk, {snippets}
+    FROM lexical_ranked l JOIN vault_files f ON f.id = l.id CROSS JOIN query q
+    ORDER BY l.rank""")
+
+
+def vector_notes_statement(vector: np.ndarray, filters: Filters, limit: int) -> Statement:
+    """The vector search statement; run it with `vector_scan` (the HNSW settings)."""
+    p = Params()
+    ctes = _vector_ctes(p, vector, filters, limit)
+    return p.statement(f"""
+    WITH {ctes}
+    SELECT f.path, f.title, f.tags, (1 - v.distance)::float8 AS score,
+           v.heading_path, v.content AS chunk, NULL::text AS headline, NULL::text AS around
+    FROM vector_ranked v JOIN vault_files f ON f.id = v.id
+    ORDER BY v.rank""")
+
+
+def hybrid_notes_statement(text: str, vector: np.ndarray, filters: Filters, limit: int) -> Statement:
+    """Both arms and their reciprocal rank fusion in one statement; run it with `vector_scan` (the HNSW settings).
+
+    The snippet prefers the lexical arm's highlighted excerpt (it shows why the note matched the typed words); the
+    heading path is the vector arm's best chunk, when that arm found the note.
+    """
+    depth = max(2 * limit, MIN_FUSION_DEPTH)
+    p = Params()
+    lexical = _lexical_ctes(p, text, filters, depth)
+    vector_ctes = _vector_ctes(p, vector, filters, depth)
+    limit_p = p.add(limit)
+    snippets = _snippet_columns(p, "h.lexical_matched")
+    return p.statement(f"""
+    WITH {lexical},
+    {vector_ctes},
+    fused AS (
+        SELECT coalesce(l.id, v.id) AS id,
+               {rrf_sql("l.rank", "v.rank")} AS score,
+               l.id IS NOT NULL AS lexical_matched,
+               v.heading_path, v.content
+        FROM lexical_ranked l FULL JOIN vector_ranked v ON v.id = l.id
+    ),
+    top AS (
+        SELECT fused.*, f.path
+        FROM fused JOIN vault_files f ON f.id = fused.id
+        ORDER BY fused.score DESC, f.path
+        LIMIT {limit_p}
+    )
+    SELECT f.path, f.title, f.tags, h.score::float8 AS score,
+           coalesce(h.heading_path, '{{}}') AS heading_path, h.content AS chunk, {snippets}
+    FROM top h JOIN vault_files f ON f.id = h.id CROSS JOIN query q
+    ORDER BY h.score DESC, f.path""")
+
+
+async def fetch_notes(
+    pool: asyncpg.Pool, statement: Statement, *, vector_scan: bool, timeout_seconds: float
+) -> list[asyncpg.Record]:
+    """The rows of one note search statement, connection and all within `timeout_seconds`; Unavailable when it does
+    not finish in time (it is cancelled on the server, not left running)."""
+    deadline = time.monotonic() + timeout_seconds
+    try:
+        async with pool.acquire(timeout=seconds_left(deadline)) as connection:
+            return await fetch(connection, statement, vector_scan=vector_scan, deadline=deadline)
+    except (TimeoutError, asyncpg.QueryCanceledError) as error:
+        raise Unavailable(
+            f"the search did not finish within {timeout_seconds:g} s; try fewer words or a narrower filter"
+        ) from error

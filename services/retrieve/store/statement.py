@@ -1,0 +1,93 @@
+"""What every statement of the store shares, written once: numbered bind parameters, the filter clause, LIKE
+patterns, and running a statement (with the vector scan's settings) within a deadline."""
+
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+import asyncpg
+
+from secondbrain.retrieve.filters import Filters
+
+# hnsw.ef_search 100 is the design record's recall setting; relaxed_order lets the scan go on past ef_search when the
+# filter rejects rows, so a narrow folder or tag filter still fills the LIMIT (pgvector 0.8's iterative scan).
+HNSW_EF_SEARCH = 100
+
+
+class Statement(NamedTuple):
+    """SQL and its bind parameters, in order (public so tests and benchmarks can EXPLAIN a statement)."""
+
+    sql: str
+    params: list[object]
+
+
+class Params:
+    """Bind parameters in order; `add` returns the placeholder to write into the SQL, so no statement numbers its
+    `$n` by hand. Every value the user typed is one of these: the only things formatted into SQL are the clauses
+    built here and integers (a vector's dimension, which the HNSW partial indexes need as a literal cast)."""
+
+    def __init__(self) -> None:
+        self.values: list[object] = []
+
+    def add(self, value: object) -> str:
+        self.values.append(value)
+        return f"${len(self.values)}"
+
+    def filters(self, filters: Filters, file_alias: str) -> str:
+        """A boolean SQL expression over the `vault_files` row `file_alias`: the note is under one of the folders
+        and carries one of the tags or a child of it (case-insensitively); "true" without filters."""
+        clauses: list[str] = []
+        if filters.folders:
+            folders = self.add([like_escape(folder + "/") + "%" for folder in filters.folders])
+            clauses.append(f"{file_alias}.path LIKE ANY({folders}::text[])")
+        if filters.tags:
+            exact = self.add(list(filters.tags))
+            children = self.add([like_escape(tag + "/") + "%" for tag in filters.tags])
+            clauses.append(
+                f"EXISTS (SELECT 1 FROM unnest({file_alias}.tags) AS tag "
+                f"WHERE lower(tag) = ANY({exact}::text[]) OR lower(tag) LIKE ANY({children}::text[]))"
+            )
+        return " AND ".join(clauses) or "true"
+
+    def statement(self, sql: str) -> Statement:
+        return Statement(sql, self.values)
+
+
+def like_escape(text: str) -> str:
+    """`text` as a LIKE pattern that matches it literally: its `\\`, `%` and `_` escaped (`\\` is LIKE's escape)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def deadline_after(seconds: float | None) -> float | None:
+    """The `time.monotonic()` instant `seconds` from now; None (no limit) for None."""
+    return None if seconds is None else time.monotonic() + seconds
+
+
+def seconds_left(deadline: float) -> float:
+    """What is left until `deadline` (a `time.monotonic()` instant), at least a millisecond."""
+    return max(deadline - time.monotonic(), 0.001)
+
+
+async def fetch(
+    connection: asyncpg.Connection, statement: Statement, *, vector_scan: bool, deadline: float | None = None
+) -> list[asyncpg.Record]:
+    """The rows of `statement`, which must finish by `deadline` (a `time.monotonic()` instant; None: no limit).
+
+    asyncpg's `timeout=` cancels the statement on the server when it fires, and so does cancelling the calling task
+    (a client cancel or deadline). A statement with a vector arm (`vector_scan`) runs in a transaction of its own
+    for `SET LOCAL` of the HNSW settings, which scopes them to it: other users of the pooled connection keep the
+    defaults. It also gets a `statement_timeout` there, so the server stops it even if a cancel request is lost.
+    """
+
+    def timeout() -> float | None:
+        return None if deadline is None else seconds_left(deadline)
+
+    if not vector_scan:
+        return await connection.fetch(statement.sql, *statement.params, timeout=timeout())
+    async with connection.transaction(readonly=True):
+        settings = f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+        if deadline is not None:
+            settings += f"; SET LOCAL statement_timeout = {int(seconds_left(deadline) * 1000) + 1}"
+        await connection.execute(settings, timeout=timeout())
+        return await connection.fetch(statement.sql, *statement.params, timeout=timeout())

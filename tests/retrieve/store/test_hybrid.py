@@ -1,0 +1,99 @@
+"""The hybrid chunk statement a chat turn runs per query (`secondbrain.retrieve.store.hybrid`), on a real PostgreSQL:
+each arm alone and fused, search-box syntax and filters inside both arms, and a vector arm the HNSW index can serve.
+The service's behaviour built on it is in tests/retrieve/test_service.py."""
+
+from __future__ import annotations
+
+import asyncpg
+import numpy as np
+import pytest
+from pgvector.asyncpg import register_vector
+
+from secondbrain.retrieve.filters import Filters
+from secondbrain.retrieve.fusion import Candidate
+from secondbrain.retrieve.store import LexicalQuery, Statement, candidates_statement, fetch, hybrid_candidates
+from tests.retrieve.notes import NO_FILTERS, QUERY_VECTOR, note, write
+
+
+def test_search_box_syntax_is_split_into_scored_words_and_constraints() -> None:
+    parsed = LexicalQuery.parse('"vector store" choice -elasticsearch -"not this"')
+    assert (
+        parsed.constraint_text == '"vector store" "not this" -elasticsearch'
+        or "-elasticsearch" in parsed.constraint_text
+    )
+    assert "elasticsearch" not in parsed.scored_text
+    assert "vector store" in parsed.scored_text
+    assert LexicalQuery.parse("plain words").constraint_text == ""
+
+
+async def ranked(
+    pool: asyncpg.Pool,
+    query: str,
+    vector: np.ndarray | None = QUERY_VECTOR,
+    filters: Filters = NO_FILTERS,
+    *,
+    lexical: bool = True,
+) -> list[tuple[str, Candidate]]:
+    """(note path, candidate) in the statement's order."""
+    async with pool.acquire() as connection:
+        candidates = await hybrid_candidates(connection, query, 10, filters, vector, lexical=lexical)
+        rows = await connection.fetch("SELECT id, path FROM vault_files")
+    path_of = {row["id"]: row["path"] for row in rows}
+    return [(path_of[c.file_id], c) for c in candidates]
+
+
+AIRSHIPS = (
+    # Found by the lexical arm, but third by vector.
+    note("zeppelin.md", "z", chunks=[(["Plan"], "The zeppelin hangar plan.", 0.6)]),
+    # Nearest by vector, no shared word.
+    note("airships.md", "a", chunks=[(["History"], "Rigid airships history.", 0.95)]),
+    note("balloons.md", "b", chunks=[([], "Hot air balloons.", 0.9)]),
+)
+
+
+async def test_each_arm_ranks_and_the_fused_score_is_their_reciprocal_rank_fusion(pool: asyncpg.Pool) -> None:
+    await write(pool, *AIRSHIPS)
+    fused = await ranked(pool, "zeppelin")
+    assert [path for path, _ in fused] == ["zeppelin.md", "airships.md", "balloons.md"]
+    zeppelin = fused[0][1]
+    assert (zeppelin.lexical_rank, zeppelin.vector_rank) == (1, 3)
+    assert zeppelin.fused == pytest.approx(1 / 61 + 1 / 63)
+    assert fused[1][1].fused == pytest.approx(1 / 61) and fused[1][1].lexical_rank is None
+
+    vector_only = await ranked(pool, "zeppelin", lexical=False)
+    assert [path for path, _ in vector_only] == ["airships.md", "balloons.md", "zeppelin.md"]
+    assert all(c.lexical_rank is None for _, c in vector_only)
+
+    lexical_only = await ranked(pool, "zeppelin", None)
+    assert [(path, c.lexical_rank, c.vector_rank) for path, c in lexical_only] == [("zeppelin.md", 1, None)]
+
+
+async def test_phrases_exclusions_and_filters_apply_inside_both_arms(pool: asyncpg.Pool) -> None:
+    await write(
+        pool,
+        *AIRSHIPS,
+        note("Fleet/zeppelin.md", "f", chunks=[([], "Zeppelin flights over the lake.", 0.1)]),
+    )
+    excluded = await ranked(pool, "zeppelin -hangar")
+    assert [path for path, _ in excluded] == ["Fleet/zeppelin.md", "airships.md", "balloons.md"]
+    phrase = await ranked(pool, '"zeppelin flights"')
+    assert [(path, c.lexical_rank) for path, c in phrase] == [("Fleet/zeppelin.md", 1)]
+    in_fleet = await ranked(pool, "zeppelin", filters=Filters.parse(folders=["Fleet"]))
+    assert [(path, c.lexical_rank, c.vector_rank) for path, c in in_fleet] == [("Fleet/zeppelin.md", 1, 1)]
+
+
+async def test_the_vector_arm_can_use_the_hnsw_index(pool: asyncpg.Pool, database_url: str) -> None:
+    await write(pool, *AIRSHIPS)
+    async with pool.acquire() as connection:
+        await connection.execute("ANALYZE vault_files; ANALYZE vault_chunks")
+    index_only = {"enable_seqscan": "off", "enable_bitmapscan": "off", "enable_sort": "off"}
+    forced = await asyncpg.create_pool(
+        database_url, min_size=1, max_size=1, init=register_vector, server_settings=index_only
+    )
+    try:
+        sql, params = candidates_statement("zeppelin", 10, NO_FILTERS, QUERY_VECTOR)
+        async with forced.acquire() as connection:
+            explained = await fetch(connection, Statement(f"EXPLAIN {sql}", params), vector_scan=True)
+        assert "vault_chunks_embedding_384_idx" in "\n".join(row[0] for row in explained)
+    finally:
+        await forced.close()
