@@ -189,7 +189,9 @@ Global___PlannedQuery: _TypeAlias = PlannedQuery  # noqa: Y015
 
 @_typing.final
 class RetrievalPlan(_message.Message):
-    """What retrieval decided before it searched, so a user can see it."""
+    """What retrieval decided and did (the queries, filters and arms it ran, what it skipped and why), so a user can
+    see it. Sent once the search is done, ahead of the passages.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
