@@ -135,7 +135,7 @@ def peak_rss_mb() -> float:
 
 async def bench_local_ingest(db: Database, embedder: Embedder) -> dict:
     await embedder.ensure_ready()  # load the model before the clock starts: measure the pipeline, not the load
-    ingestor = Ingestor(db, embedder, IngestSection(), EmbeddingSection())
+    ingestor = Ingestor(db, embedder, IngestSection())
     seconds, finished = await sync(ingestor, OBSIDIAN_HELP)
     async with db.pool.acquire() as connection:
         contents = [row["content"] for row in await connection.fetch("SELECT content FROM vault_chunks ORDER BY id")]
@@ -159,7 +159,7 @@ async def bench_large_vault(db: Database, root: Path, notes: int) -> dict:
             EmbeddingSection(provider="ollama", model="nomic-embed-text", batch_size=64, concurrency=2),
             {"OLLAMA_URL": server.root_url},
         )
-        ingestor = Ingestor(db, embedder, IngestSection(), EmbeddingSection(provider="ollama"))
+        ingestor = Ingestor(db, embedder, IngestSection())
         first, finished = await sync(ingestor, root)
         noop = [await sync(ingestor, root) for _ in range(3)]
         target = sorted(await asyncio.to_thread(lambda: list(root.rglob("*.md"))))[notes // 2]

@@ -14,8 +14,9 @@ import os
 from pathlib import Path
 
 from bench.report import table, write_section
+from secondbrain.cli.eval_services import run_eval
 from secondbrain.config import load_config
-from secondbrain.evaluation.commands import PUBLISHED_SCIFACT, run_eval
+from secondbrain.evaluation.commands import PUBLISHED_SCIFACT
 from secondbrain.evaluation.metrics import MEASURES
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"

@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 from bench.report import table, write_section
+from secondbrain.cli.eval_services import run_eval
 from secondbrain.config import load_config
-from secondbrain.evaluation.commands import run_eval
 from secondbrain.evaluation.run import Report
 
 ROOT = Path(__file__).resolve().parents[1]

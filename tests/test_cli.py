@@ -6,25 +6,19 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from secondbrain.service.health_client import check_health
+from tests.command import run_secondbrain, secondbrain
 
 SERVICE_NAMES = {
     "ingest": "secondbrain.ingest.v1.IngestService",
     "retrieve": "secondbrain.retrieve.v1.RetrieveService",
     "chat": "secondbrain.chat.v1.ChatService",
 }
-
-
-def secondbrain(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "secondbrain", *args], env=env, capture_output=True, text=True, timeout=timeout
-    )
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
@@ -127,3 +121,50 @@ def test_help_explains_every_command(service_env: dict[str, str]) -> None:
     assert result.returncode == 0
     for command in ("serve", "up", "migrate", "health"):
         assert command in result.stdout
+
+
+async def test_a_command_served_in_process_meets_the_same_interceptors_as_a_running_service(
+    service_env: dict[str, str],
+) -> None:
+    """With nothing running, `search` starts the retrieve service's own server in its process and calls it over a
+    channel: the token is presented, and a request over the method's size limit is refused as a running service
+    refuses it, before any handler reads it."""
+    env = {**service_env, "SECONDBRAIN_API_TOKEN": "in-process-token-0123456789", "SECONDBRAIN_RETRIEVE_PORT": "9"}
+    oversized = "word " * 14_000  # 70,000 bytes; Search takes 64 KiB
+
+    code, stdout, stderr = await run_secondbrain("search", "alpha", "--mode", "keyword", env=env)
+    assert code == 0, stderr
+    assert "No retrieve service at 127.0.0.1:9; working in this process." in stderr
+    assert "No notes match." in stdout
+    code, _, in_process = await run_secondbrain("search", oversized, env=env)
+    assert code == 1
+
+    server = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "secondbrain", "serve", "retrieve", "--port", "0", env=env, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        address = f"127.0.0.1:{await _serving_port(server)}"
+        code, _, remote = await run_secondbrain("search", oversized, "--address", address, env=env)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(server.wait(), 30)
+    assert code == 1
+    refusal = "secondbrain: the request is 70,010 bytes, over the 64 KiB that Search takes"
+    assert refusal in in_process and "(RESOURCE_EXHAUSTED)" in in_process, in_process
+    assert in_process.splitlines()[-1] == remote.splitlines()[-1]
+    assert "Traceback" not in in_process and "fork" not in in_process
+
+
+async def test_ask_answers_in_process_with_retrieve_started_beside_it(service_env: dict[str, str]) -> None:
+    """No chat and no retrieve service: `ask` serves both in its process, chat reaching retrieve over gRPC with the
+    configured token, and answers (extractively, with no API key) as a running chat service would."""
+    env = {key: value for key, value in service_env.items() if not key.endswith("_API_KEY") and key != "OLLAMA_URL"}
+    env.update(SECONDBRAIN_API_TOKEN="in-process-token-0123456789", SECONDBRAIN_CHAT_PORT="9",
+               SECONDBRAIN_RETRIEVE_PORT="9")  # fmt: skip
+    code, stdout, stderr = await run_secondbrain("ask", "What is in my notes?", "--json", env=env)
+    assert code == 0, stderr
+    assert "No chat service at 127.0.0.1:9; answering in this process." in stderr
+    events = [json.loads(line) for line in stdout.splitlines()]
+    assert [next(iter(event)) for event in (events[0], events[-1])] == ["sources", "done"]
+    assert events[0]["sources"]["retrieval"]["plan"]["queries"][0]["text"] == "What is in my notes?"
+    assert events[-1]["done"]["provider"] == "extractive"

@@ -27,6 +27,12 @@ def test_defaults_need_no_configuration() -> None:
     assert settings.host == "127.0.0.1"
 
 
+def test_processes_migrate_at_start_unless_told_a_job_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings().migrate_on_start is True
+    monkeypatch.setenv("SECONDBRAIN_MIGRATE_ON_START", "false")
+    assert load_settings().migrate_on_start is False
+
+
 def test_data_dir_follows_xdg_data_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert default_data_dir() == tmp_path / "secondbrain"

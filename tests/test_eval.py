@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ import pytest
 from secondbrain.errors import InvalidInput
 from secondbrain.evaluation.metrics import per_question
 from secondbrain.evaluation.questions import Question, load_beir, load_qa
+from tests.command import secondbrain
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_VAULT = ROOT / "demo" / "vault"
@@ -98,12 +97,6 @@ def test_a_beir_folder_is_read_with_only_judged_queries(tmp_path: Path) -> None:
         load_beir(tmp_path / "tiny", split="dev")
 
 
-def _secondbrain(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "secondbrain", *args], capture_output=True, text=True, env=env, timeout=600, check=False
-    )
-
-
 def _env(database_url: str, tmp_path: Path) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("SECONDBRAIN_")}
     env.update(DATABASE_URL=database_url, SECONDBRAIN_DATA_DIR=str(tmp_path / "data"), HF_HUB_OFFLINE="1")
@@ -114,7 +107,7 @@ def _env(database_url: str, tmp_path: Path) -> dict[str, str]:
 def test_a_beir_benchmark_runs_every_offline_arm_and_reuses_its_index(database_url: str, tmp_path: Path) -> None:
     env = _env(database_url, tmp_path)
     folder = _beir(tmp_path / "tiny")
-    first = _secondbrain("eval", "--beir", str(folder), "--json", env=env)
+    first = secondbrain("eval", "--beir", str(folder), "--json", env=env, timeout=600)
     assert first.returncode == 0, first.stderr
     report = json.loads(first.stdout)
     assert set(report["arms"]) == {"lexical", "vector", "hybrid", "hybrid+links"}
@@ -125,7 +118,7 @@ def test_a_beir_benchmark_runs_every_offline_arm_and_reuses_its_index(database_u
     assert "reranker" in report["unavailable"]["hybrid+rerank"]
     assert "4 added" in first.stderr
 
-    again = _secondbrain("eval", "--beir", str(folder), "--arm", "lexical", env=env)
+    again = secondbrain("eval", "--beir", str(folder), "--arm", "lexical", env=env, timeout=600)
     assert again.returncode == 0, again.stderr
     assert "0 written" in again.stderr and "4 unchanged" in again.stderr, "the corpus is indexed once"
     assert "lexical" in again.stdout and "ndcg@10" in again.stdout
@@ -133,7 +126,7 @@ def test_a_beir_benchmark_runs_every_offline_arm_and_reuses_its_index(database_u
 
 @pytest.mark.slow
 def test_the_demo_vaults_questions_stay_above_their_measured_recall(database_url: str, tmp_path: Path) -> None:
-    result = _secondbrain("eval", "--vault", str(DEMO_VAULT), "--json", env=_env(database_url, tmp_path))
+    result = secondbrain("eval", "--vault", str(DEMO_VAULT), "--json", env=_env(database_url, tmp_path), timeout=600)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["questions"] >= 25 and len(report["kinds"]) >= 4

@@ -1,17 +1,15 @@
 """`secondbrain ask`: one question, answered in the terminal as it streams, with its sources listed under it.
 
-It uses a running chat service when one answers. Otherwise it answers in this process, reaching retrieval the way the
-chat service always does, over gRPC: through the running retrieve service, or one started here on a free port.
+It uses a running chat service when one answers. Otherwise it answers through a chat server of its own, started in
+this process (`secondbrain.service.access`), which reaches retrieval the way the chat service always does, over gRPC:
+the running retrieve service, or one started here too on a free port.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import sys
-from collections.abc import AsyncIterator
-from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 from rich.console import Console
@@ -20,50 +18,10 @@ from rich.markup import escape
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.config import Config
-from secondbrain.db import Database
-from secondbrain.errors import InvalidInput, Unavailable
-from secondbrain.service.access import InProcess, streaming
-from secondbrain.service.auth import open_channel
-from secondbrain.service.health_client import check_health
+from secondbrain.errors import Unavailable
+from secondbrain.service.access import connect, streaming
 
-CHAT = "secondbrain.chat.v1.ChatService"
-RETRIEVE = "secondbrain.retrieve.v1.RetrieveService"
 _CITATION = re.compile(r"\[(\d+)\]")
-
-
-@contextlib.asynccontextmanager
-async def chat_service(config: Config, address: str | None, console: Console) -> AsyncIterator[Any]:
-    settings = config.settings
-    target = address or settings.address_of("chat")
-    if await check_health(target, CHAT, rpc_timeout=1.0) == "SERVING":
-        async with open_channel(target, settings.token) as channel:
-            yield pb_grpc.ChatServiceStub(channel)
-        return
-    if address:
-        raise InvalidInput(f"no chat service answers at {address}")
-    from secondbrain.chat.server import build_chat
-    from secondbrain.chat.servicer import ChatServicer
-    from secondbrain.retrieve.server import create_server as create_retrieve_server
-    from secondbrain.service.runner import ServiceDeps
-
-    console.print(f"[dim]No chat service at {target}; answering in this process.[/dim]")
-    db = await Database.open(settings)
-    retrieve = None
-    try:
-        retrieve_target = settings.address_of("retrieve")
-        if await check_health(retrieve_target, RETRIEVE, rpc_timeout=1.0) != "SERVING":
-            retrieve = await create_retrieve_server("127.0.0.1:0", ServiceDeps(config, db))
-            await retrieve.start()
-            retrieve_target = f"127.0.0.1:{retrieve.port}"
-        chat = build_chat(config, db, retrieve_address=retrieve_target)
-        try:
-            yield InProcess(ChatServicer(chat))
-        finally:
-            await chat.close()
-    finally:
-        if retrieve is not None:
-            await retrieve.stop(grace=1)
-        await db.close()
 
 
 async def run_ask(
@@ -71,7 +29,7 @@ async def run_ask(
 ) -> int:
     err = Console(stderr=True)
     out = Console(highlight=False)
-    async with chat_service(config, address, err) as chat:
+    async with connect(config, "chat", address, pb_grpc.ChatServiceStub, err, doing="answering") as chat:
         if conversation is None:
             created = await chat.CreateConversation(pb.CreateConversationRequest(), timeout=30)
             conversation = created.conversation.id

@@ -25,14 +25,13 @@ from secondbrain.llm import ChatMessage
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
 from secondbrain.service.auth import open_channel
+from secondbrain.service.convert import ROLE_VALUES
 from secondbrain.v1 import retrieval_pb2 as common
 
 # Condensing (6 s by default), embedding, search and an optional rerank (10 s) all fit in this.
 DEFAULT_TIMEOUT_SECONDS = 30.0
 # How long a turn waits for a refused connection to the retrieve service to come back before reporting it down.
 RECONNECT_WAIT_SECONDS = 3.0
-
-ROLES = {"user": common.MESSAGE_ROLE_USER, "assistant": common.MESSAGE_ROLE_ASSISTANT}
 
 # What retrieve's own refusals mean here: the same kind of error, with retrieve's message.
 _PASSED_THROUGH: dict[grpc.StatusCode, type[SecondbrainError]] = {
@@ -90,7 +89,7 @@ class RetrieveClient:
         call, and with it retrieve's work."""
         request = pb.RetrieveRequest(
             query=query,
-            history=[common.HistoryMessage(role=ROLES[m.role], content=m.content) for m in history],
+            history=[common.HistoryMessage(role=ROLE_VALUES[m.role], content=m.content) for m in history],
             filters=common.RetrievalFilters(folders=list(folders), tags=list(tags)),
             options=pb.RetrieveOptions(
                 max_passages=options.passages,

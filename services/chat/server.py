@@ -18,7 +18,8 @@ from secondbrain.chat.turn import ABANDONED_AFTER_SECONDS, ABANDONED_ERROR, Turn
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.config import Config
 from secondbrain.db import Database
-from secondbrain.llm import ProviderCatalog, RetryPolicy
+from secondbrain.llm import ProviderCatalog
+from secondbrain.providers import RetryPolicy
 from secondbrain.service.runner import ServiceDeps, serve
 from secondbrain.service.server import RunningServer, ServiceBinding, build_server
 
@@ -86,27 +87,25 @@ async def _close_when_stopped(chat: Chat) -> None:
             log.exception("closing the chat's channel to the retrieve service failed")
 
 
-async def create_server(address: str, deps: ServiceDeps, chat: Chat | None = None) -> RunningServer:
+async def create_server(
+    address: str, deps: ServiceDeps, chat: Chat | None = None, *, one_command: bool = False
+) -> RunningServer:
     """A chat server on `address`; `chat` defaults to `build_chat(deps.config, deps.db)` and is closed with the
-    server only when it was built here (a caller that passes one closes it)."""
+    server only when it was built here (a caller that passes one closes it). The service's own process also closes
+    answers a dead chat process left pending; a server for `one_command` leaves that to the services."""
     owned = chat is None
     chat = chat or build_chat(deps.config, deps.db)
     settings = deps.config.settings
     limiter = RateLimiter(settings.chat_messages_per_minute, settings.trusted_proxy_hops)
     running = await build_server(
         address,
-        [
-            ServiceBinding(
-                SERVICE_NAME,
-                ChatServicer(chat, limiter),
-                pb_grpc.add_ChatServiceServicer_to_server,
-            )
-        ],
+        [ServiceBinding(SERVICE_NAME, ChatServicer(chat, limiter), pb_grpc.add_ChatServiceServicer_to_server)],
         api_token=settings.token,
     )
     if owned:
         running.background.append(asyncio.create_task(_close_when_stopped(chat)))
-    running.background.append(asyncio.create_task(_sweep_abandoned_turns(deps.db)))
+    if not one_command:
+        running.background.append(asyncio.create_task(_sweep_abandoned_turns(deps.db)))
     return running
 
 

@@ -21,13 +21,12 @@ from secondbrain.chat.turn import Delta, Done, Error, Sources, TurnEvent
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.errors import ResourceExhausted, Unavailable
-from secondbrain.service.convert import timestamp
+from secondbrain.service.convert import ROLE_VALUES, timestamp
 from secondbrain.service.error_mapping import status_for
 from secondbrain.v1 import retrieval_pb2 as common
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ChatService"].full_name
 
-ROLES = {"user": common.MESSAGE_ROLE_USER, "assistant": common.MESSAGE_ROLE_ASSISTANT}
 STATUSES = {
     "complete": pb.MESSAGE_STATUS_COMPLETE,
     "incomplete": pb.MESSAGE_STATUS_INCOMPLETE,
@@ -77,10 +76,10 @@ def sources_message(sources: dict | None) -> common.RetrievalResult | None:
     return json_format.ParseDict(sources, common.RetrievalResult(), ignore_unknown_fields=True)
 
 
-def message_message(row: store.MessageRow) -> pb.Message:
+def message_to_proto(row: store.MessageRow) -> pb.Message:
     message = pb.Message(
         id=str(row.id),
-        role=ROLES[row.role],
+        role=ROLE_VALUES[row.role],
         content=row.content,
         sources=sources_message(row.sources),
         provider=row.provider,
@@ -102,7 +101,7 @@ def conversation_message(row: store.ConversationRow, messages: list[store.Messag
         create_time=timestamp(row.created_at),
         update_time=timestamp(row.updated_at),
         message_count=row.message_count,
-        messages=[message_message(m) for m in messages or []],
+        messages=[message_to_proto(m) for m in messages or []],
     )
 
 
@@ -136,7 +135,7 @@ def turn_event(event: TurnEvent) -> pb.SendMessageResponse:
 
 
 class ChatServicer(pb_grpc.ChatServiceServicer):
-    def __init__(self, chat: Chat, limiter: RateLimiter | None = None) -> None:
+    def __init__(self, chat: Chat, limiter: RateLimiter) -> None:
         self.chat = chat
         self.limiter = limiter
 
@@ -197,8 +196,7 @@ class ChatServicer(pb_grpc.ChatServiceServicer):
     async def SendMessage(
         self, request: pb.SendMessageRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.SendMessageResponse]:
-        if self.limiter is not None and context is not None:  # in-process calls (the CLI) have no context
-            self.limiter.check(client_of(context, self.limiter.trusted_hops))
+        self.limiter.check(client_of(context, self.limiter.trusted_hops))
         turn = self.chat.turns.send(
             request.conversation_id, request.content, list(request.filters.folders), list(request.filters.tags)
         )

@@ -1,8 +1,8 @@
 """`secondbrain ingest` and `secondbrain status`: the ingest service's API from a terminal.
 
-Both talk to a running ingest service over gRPC when one answers at the configured address; otherwise they open the
-database and run the same pipeline in this process, so `secondbrain ingest ~/notes` works with nothing started.
-Either way the events are the proto's, so there is one renderer.
+Both talk to a running ingest service over gRPC when one answers at the configured address; otherwise to an ingest
+server they start in this process (`secondbrain.service.access`), so `secondbrain ingest ~/notes` works with nothing
+started. Either way the events are the proto's, so there is one renderer.
 """
 
 from __future__ import annotations
@@ -20,25 +20,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from secondbrain.config import Config
-from secondbrain.db import Database
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
-from secondbrain.service.access import connect, streaming
+from secondbrain.service.access import connect, in_process, streaming
 
 STATE_NAMES = {value: pb.FileState.Name(value).removeprefix("FILE_STATE_").lower() for value in pb.FileState.values()}
 
 
-def _servicer(config: Config, db: Database) -> object:
-    from secondbrain.ingest.server import build_ingestor
-    from secondbrain.ingest.servicer import IngestServicer
-
-    return IngestServicer(config, build_ingestor(config, db))
-
-
-def ingest_service(config: Config, address: str | None, console: Console) -> contextlib.AbstractAsyncContextManager:
-    return connect(
-        config, "ingest", "secondbrain.ingest.v1.IngestService", address, pb_grpc.IngestServiceStub, _servicer, console
-    )
+def ingest_service(
+    config: Config, address: str | None, console: Console
+) -> contextlib.AbstractAsyncContextManager[pb_grpc.IngestServiceStub]:
+    return connect(config, "ingest", address, pb_grpc.IngestServiceStub, console)
 
 
 class SyncView:
@@ -116,6 +108,14 @@ async def run_ingest(
             return 1 if await _sync_once(ingest, vault, force, console, as_json) else 0
         await _watch(ingest, vault, force, console, as_json)
     return 0
+
+
+async def sync_in_process(config: Config, vault: Path) -> int:
+    """Sync `vault` (only what changed) into the database `config` names, through an ingest server of this
+    process's own whatever service runs elsewhere (a running one has an index of its own), with the progress bar
+    and summary on stderr; returns how many notes failed."""
+    async with in_process(config, "ingest", pb_grpc.IngestServiceStub) as ingest:
+        return await _sync_once(ingest, vault, False, Console(stderr=True), as_json=False)
 
 
 async def _sync_once(ingest: Any, vault: Path, force: bool, console: Console, as_json: bool) -> int:

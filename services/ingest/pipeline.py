@@ -19,7 +19,7 @@ from pathlib import Path
 
 import asyncpg
 
-from secondbrain.config import EmbeddingSection, IngestSection, load_vault_config
+from secondbrain.config import IngestSection, load_vault_config
 from secondbrain.db import Database
 from secondbrain.db.embedding_model import ModelRecord, current_model
 from secondbrain.embedding.base import Embedder
@@ -52,14 +52,12 @@ class Ingestor:
         db: Database,
         embedder: Embedder,
         ingest: IngestSection,
-        embedding: EmbeddingSection,
         contextualizer: Contextualizer | None = None,
         claim_batch: int = CLAIM_BATCH,
     ) -> None:
         self.db = db
         self.embedder = embedder
         self.ingest = ingest
-        self.embedding = embedding
         self.indexer = NoteIndexer(db, embedder, contextualizer)
         self.queue = WorkQueue(db, self.indexer, claim_batch)
 

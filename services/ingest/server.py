@@ -39,10 +39,15 @@ def build_ingestor(config: Config, db: Database, env: Mapping[str, str] | None =
             catalog.check(provider, section.context_model or catalog.presets.providers[provider].default_model)
             model = section.context_model or catalog.presets.providers[provider].default_model
             contextualizer = Contextualizer(catalog.provider(provider), model)
-    return Ingestor(db, create_embedder(section, env), config.vault.ingest, section, contextualizer)
+    return Ingestor(db, create_embedder(section, env), config.vault.ingest, contextualizer)
 
 
-async def create_server(address: str, deps: ServiceDeps, ingestor: Ingestor | None = None) -> RunningServer:
+async def create_server(
+    address: str, deps: ServiceDeps, ingestor: Ingestor | None = None, *, one_command: bool = False
+) -> RunningServer:
+    """An ingest server on `address`. The service's own process also helps with every sync's queue and, when
+    configured, syncs the vault periodically; a server for `one_command` does neither (its sync works its own queue,
+    and a claim it left behind on exit would wait out its lease)."""
     ingestor = ingestor or build_ingestor(deps.config, deps.db)
     servicer = IngestServicer(deps.config, ingestor)
     running = await build_server(
@@ -50,6 +55,8 @@ async def create_server(address: str, deps: ServiceDeps, ingestor: Ingestor | No
         [ServiceBinding(SERVICE_NAME, servicer, pb_grpc.add_IngestServiceServicer_to_server)],
         api_token=deps.config.settings.token,
     )
+    if one_command:
+        return running
     # Every ingest process helps with every sync's queue, whoever started the sync.
     running.background.append(asyncio.create_task(run_queue_worker(ingestor)))
     settings = deps.config.settings

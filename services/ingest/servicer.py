@@ -49,7 +49,7 @@ def _model(model: ModelRecord | None) -> pb.EmbeddingModel | None:
 
 
 def sync_event(event: SyncStarted | FileDone | SyncFinished) -> pb.SyncVaultResponse:
-    """One pipeline event as the proto's stream event (also used by the CLI when it ingests in-process)."""
+    """One pipeline event as the proto's stream event."""
     if isinstance(event, SyncStarted):
         return pb.SyncVaultResponse(
             started=pb.SyncStarted(

@@ -1,6 +1,7 @@
 """`secondbrain search` and `secondbrain retrieve`: the retrieve service's API from a terminal.
 
-Like ingest's commands, they use a running retrieve service when one answers and work in this process otherwise.
+Like ingest's commands, they use a running retrieve service when one answers and start one in this process
+otherwise (`secondbrain.service.access`).
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from secondbrain.config import Config
-from secondbrain.db import Database
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
 from secondbrain.service.access import connect, streaming
 from secondbrain.v1 import retrieval_pb2 as common
 
-SEARCH_MODES = {"hybrid": pb.SEARCH_MODE_HYBRID, "keyword": pb.SEARCH_MODE_KEYWORD, "semantic": pb.SEARCH_MODE_SEMANTIC}
+# The CLI's words for the arms as the Search RPC's names for them (the mapping: the servicer's SEARCH_MODES).
+SEARCH_MODES = {"hybrid": pb.SEARCH_MODE_HYBRID, "lexical": pb.SEARCH_MODE_KEYWORD, "vector": pb.SEARCH_MODE_SEMANTIC}
 RETRIEVAL_MODES = {
     "hybrid": common.RETRIEVAL_MODE_HYBRID,
     "lexical": common.RETRIEVAL_MODE_LEXICAL,
@@ -27,18 +28,10 @@ RETRIEVAL_MODES = {
 }
 
 
-def _servicer(config: Config, db: Database) -> object:
-    from secondbrain.retrieve.server import build_retriever
-    from secondbrain.retrieve.servicer import RetrieveServicer
-
-    return RetrieveServicer(build_retriever(config, db))
-
-
-def retrieve_service(config: Config, address: str | None, console: Console) -> contextlib.AbstractAsyncContextManager:
-    return connect(
-        config, "retrieve", "secondbrain.retrieve.v1.RetrieveService", address, pb_grpc.RetrieveServiceStub,
-        _servicer, console,
-    )  # fmt: skip
+def retrieve_service(
+    config: Config, address: str | None, console: Console
+) -> contextlib.AbstractAsyncContextManager[pb_grpc.RetrieveServiceStub]:
+    return connect(config, "retrieve", address, pb_grpc.RetrieveServiceStub, console)
 
 
 def _filters(folders: list[str], tags: list[str]) -> common.RetrievalFilters:
@@ -57,7 +50,7 @@ async def run_search(
         print(json.dumps(MessageToDict(response, preserving_proto_field_name=True), indent=2))
         return
     if not response.vector_arm_ran and response.vector_arm_skipped_reason:
-        console.print(f"[yellow]Semantic search skipped: {escape(response.vector_arm_skipped_reason)}[/yellow]")
+        console.print(f"[yellow]Vector search skipped: {escape(response.vector_arm_skipped_reason)}[/yellow]")
     if not response.hits:
         console.print("No notes match.")
     for rank, hit in enumerate(response.hits, start=1):

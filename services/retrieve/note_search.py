@@ -64,9 +64,9 @@ async def search_notes(
     *,
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
 ) -> NoteSearchResult:
-    """Search whole notes in `mode` (lexical, vector or hybrid, or the Search RPC's words for them: see
-    `secondbrain.retrieve.modes`); `query_vector` is the embedded query, or None when embeddings are unavailable
-    (then the vector arm does not run and `vector_skipped_reason` is reported as why).
+    """Search whole notes in `mode` (lexical, vector or hybrid: see `secondbrain.retrieve.modes`); `query_vector`
+    is the embedded query, or None when embeddings are unavailable (then the vector arm does not run and
+    `vector_skipped_reason` is reported as why).
 
     Raises InvalidInput for an empty or over-long query, a limit outside 1..100 or an unknown mode, and Unavailable
     when the statement does not finish within `timeout_seconds` (it is cancelled on the server, not left running).

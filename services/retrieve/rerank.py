@@ -2,15 +2,15 @@
 
 Together, Cohere and Jina all speak it (`{"model", "query", "documents", "top_n"}` in, `{"results": [{"index",
 "relevance_score"}]}` out), so one client over httpx2 (the HTTP client the vendor SDKs are built on) serves them
-all, and `custom` points it at anything else that does. Failures are domain errors worded like the chat
-providers', through the same `secondbrain.llm.errors` helpers: the pipeline keeps the fused order when reranking
-fails and shows the message in the plan, so it must say what to fix.
+all, and `custom` points it at anything else that does. Where each provider lives and its key variable come from
+the providers' table every kind of call shares (`secondbrain.providers.endpoints`). Failures are domain errors
+worded like the chat providers', through the same `secondbrain.providers.errors` helpers: the pipeline keeps the
+fused order when reranking fails and shows the message in the plan, so it must say what to fix.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -21,10 +21,16 @@ import httpx2
 
 from secondbrain.config import RerankSection
 from secondbrain.errors import ConfigError, FailedPrecondition, InvalidInput, Unavailable
-from secondbrain.llm.base import RetryPolicy, call_with_retries
-from secondbrain.llm.errors import ProviderContext, connection_error, retry_after_seconds, status_error
-
-log = logging.getLogger(__name__)
+from secondbrain.providers import (
+    Endpoint,
+    ProviderContext,
+    RetryPolicy,
+    api_root,
+    call_with_retries,
+    connection_error,
+    endpoints,
+    status_error,
+)
 
 # Candidates are chunks of a few hundred tokens, so these limits touch only pathological ones (a huge table or code
 # fence the chunker would not split). A relevance judgement needs a passage's opening, not all of it; every
@@ -35,22 +41,16 @@ MAX_DOCUMENT_CHARS = 4000
 MAX_QUERY_CHARS = 2000
 
 
-@dataclass(frozen=True)
-class RerankPreset:
-    display_name: str
-    base_url: str | None
-    api_key_env: str | None
-    model: str | None
-
-
-PRESETS: dict[str, RerankPreset] = {
-    "together": RerankPreset("Together AI", "https://api.together.xyz", "TOGETHER_API_KEY", "Salesforce/Llama-Rank-V1"),
-    "cohere": RerankPreset("Cohere", "https://api.cohere.com", "COHERE_API_KEY", "rerank-v3.5"),
-    "jina": RerankPreset("Jina AI", "https://api.jina.ai", "JINA_API_KEY", "jina-reranker-v2-base-multilingual"),
-    # Anything else that speaks the protocol (a self-hosted server, a gateway): it has no URL, key or model of its
-    # own, and a local server may need no key at all.
-    "custom": RerankPreset("the custom reranker", None, None, None),
+# Each provider's reranker unless `retrieve.reranker.model` or the request names another.
+DEFAULT_MODELS = {
+    "together": "Salesforce/Llama-Rank-V1",
+    "cohere": "rerank-v3.5",
+    "jina": "jina-reranker-v2-base-multilingual",
 }
+CUSTOM = "custom"
+# Anything else that speaks the protocol (a self-hosted server, a gateway): it has no URL, key or model of its own,
+# and a local server may need no key at all.
+CUSTOM_ENDPOINT = Endpoint(display_name="the custom reranker")
 
 
 @dataclass(frozen=True)
@@ -64,8 +64,7 @@ class RerankResult:
 
 def rerank_url(base_url: str) -> str:
     """`{base}/v1/rerank`; a base that already ends in /v1 (as the chat base URLs do) is taken as it is."""
-    base = base_url.rstrip("/").removesuffix("/v1")
-    return f"{base}/v1/rerank"
+    return f"{api_root(base_url)}/v1/rerank"
 
 
 class Reranker:
@@ -123,9 +122,7 @@ class Reranker:
             body = None
         if response.status_code >= 400:
             message = _error_message(body, response.text)
-            raise status_error(
-                self.context, response.status_code, message, self.model, retry_after_seconds(response.headers)
-            )
+            raise status_error(self.context, response.status_code, message, self.model, response.headers)
         if body is None:
             raise self._malformed(f"status {response.status_code} with a body that is not JSON")
         return body
@@ -184,23 +181,26 @@ def create_reranker(
     the first question.
     """
     env = os.environ if env is None else env
-    preset = PRESETS[section.provider]
-    base_url = section.base_url or preset.base_url
+    endpoint = CUSTOM_ENDPOINT if section.provider == CUSTOM else endpoints()[section.provider]
+    # The table's base URL is the chat one (ending in /v1 where the provider has one); /v1/rerank hangs from its root.
+    # Unlike chat and embedding, the reranker does not follow the provider's base URL variable (TOGETHER_BASE_URL):
+    # retrieve.reranker.base_url moves it.
+    base_url = section.base_url or (api_root(endpoint.base_url) if endpoint.base_url else None)
     if not base_url:
         raise ConfigError(
             "secondbrain.json: retrieve.reranker.base_url: required when retrieve.reranker.provider is 'custom'"
         )
-    chosen = model or section.model or preset.model
+    chosen = model or section.model or DEFAULT_MODELS.get(section.provider)
     if not chosen:
         raise ConfigError(
             "secondbrain.json: retrieve.reranker.model: required when retrieve.reranker.provider is 'custom'"
         )
-    key_env = section.api_key_env or preset.api_key_env
+    key_env = section.api_key_env or endpoint.api_key_env
     api_key = env.get(key_env) if key_env else None
     if key_env and not api_key:
         raise FailedPrecondition(
-            f"reranking with {preset.display_name} needs an API key: set {key_env}, or turn retrieve.rerank off"
+            f"reranking with {endpoint.display_name} needs an API key: set {key_env}, or turn retrieve.rerank off"
         )
-    name = f"{preset.display_name} reranker" if section.provider != "custom" else "the custom reranker"
+    name = f"{endpoint.display_name} reranker" if section.provider != CUSTOM else endpoint.display_name
     context = ProviderContext(section.provider, name, base_url.rstrip("/"), key_env, api_key)
     return Reranker(context, chosen, timeout_seconds=section.timeout_seconds, retry=retry)

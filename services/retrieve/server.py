@@ -43,14 +43,18 @@ def build_retriever(config: Config, db: Database, env: Mapping[str, str] | None 
     return Retriever(db, embedder, create_condenser(config, env), reranker, config.vault.retrieve, reason)
 
 
-async def create_server(address: str, deps: ServiceDeps, retriever: Retriever | None = None) -> RunningServer:
+async def create_server(
+    address: str, deps: ServiceDeps, retriever: Retriever | None = None, *, one_command: bool = False
+) -> RunningServer:
+    """A retrieve server on `address`. The service's own process loads its embedder at once; a server for
+    `one_command` loads it on the first question that needs it (a lexical search never does)."""
     retriever = retriever or build_retriever(deps.config, deps.db)
     running = await build_server(
         address,
         [ServiceBinding(SERVICE_NAME, RetrieveServicer(retriever), pb_grpc.add_RetrieveServiceServicer_to_server)],
         api_token=deps.config.settings.token,
     )
-    if retriever.embedder is not None:
+    if retriever.embedder is not None and not one_command:
         # Load the model now rather than on the first question (seconds, for the local one).
         running.background.append(asyncio.create_task(_warm_up(retriever.embedder)))
     return running

@@ -9,17 +9,18 @@ import grpc
 from secondbrain.errors import InvalidInput
 from secondbrain.llm import ChatMessage
 from secondbrain.retrieve.filters import Filters
+from secondbrain.retrieve.modes import Mode
 from secondbrain.retrieve.note_search import search_notes, validate
-from secondbrain.retrieve.pipeline import Done, Passage, Plan, RetrieveEvent, Retriever
-from secondbrain.retrieve.pipeline import RetrievalOptions as Options
+from secondbrain.retrieve.pipeline import Done, Passage, Plan, RetrievalOptions, RetrieveEvent, Retriever
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
+from secondbrain.service.convert import ROLE_WORDS
 from secondbrain.service.observe import RETRIEVE_STAGE
 from secondbrain.v1 import retrieval_pb2 as common
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["RetrieveService"].full_name
 
-MODES = {
+MODES: dict[common.RetrievalMode.ValueType, Mode] = {
     common.RETRIEVAL_MODE_UNSPECIFIED: "hybrid",
     common.RETRIEVAL_MODE_HYBRID: "hybrid",
     common.RETRIEVAL_MODE_LEXICAL: "lexical",
@@ -29,12 +30,13 @@ MODE_VALUES = {"hybrid": common.RETRIEVAL_MODE_HYBRID, "lexical": common.RETRIEV
                "vector": common.RETRIEVAL_MODE_VECTOR}  # fmt: skip
 KINDS = {"original": common.QUERY_KIND_ORIGINAL, "condensed": common.QUERY_KIND_CONDENSED,
          "alternate": common.QUERY_KIND_ALTERNATE}  # fmt: skip
-ROLES = {common.MESSAGE_ROLE_USER: "user", common.MESSAGE_ROLE_ASSISTANT: "assistant"}
-SEARCH_MODES = {
+# Where the proto's words meet ours. The Search RPC keeps its enum's names (renaming them would break clients):
+# SEARCH_MODE_KEYWORD is the lexical arm, SEARCH_MODE_SEMANTIC the vector arm (secondbrain.retrieve.modes).
+SEARCH_MODES: dict[pb.SearchMode.ValueType, Mode] = {
     pb.SEARCH_MODE_UNSPECIFIED: "hybrid",
     pb.SEARCH_MODE_HYBRID: "hybrid",
-    pb.SEARCH_MODE_KEYWORD: "keyword",
-    pb.SEARCH_MODE_SEMANTIC: "semantic",
+    pb.SEARCH_MODE_KEYWORD: "lexical",
+    pb.SEARCH_MODE_SEMANTIC: "vector",
 }
 
 
@@ -45,13 +47,13 @@ def filters_from(message: common.RetrievalFilters) -> Filters:
 def history_from(messages: list[common.HistoryMessage]) -> list[ChatMessage]:
     history = []
     for position, message in enumerate(messages):
-        if message.role not in ROLES:
+        if message.role not in ROLE_WORDS:
             raise InvalidInput(f"history[{position}].role must be MESSAGE_ROLE_USER or MESSAGE_ROLE_ASSISTANT")
-        history.append(ChatMessage(ROLES[message.role], message.content))  # type: ignore[arg-type]
+        history.append(ChatMessage(ROLE_WORDS[message.role], message.content))  # type: ignore[arg-type]
     return history
 
 
-def options_from(request: pb.RetrieveRequest, retriever: Retriever) -> Options:
+def options_from(request: pb.RetrieveRequest, retriever: Retriever) -> RetrievalOptions:
     given = request.options
     if given.mode not in MODES:
         raise InvalidInput(f"unknown retrieval mode {given.mode}")
@@ -59,10 +61,10 @@ def options_from(request: pb.RetrieveRequest, retriever: Retriever) -> Options:
     def optional(name: str) -> bool | None:
         return getattr(given, name) if given.HasField(name) else None
 
-    return Options.resolve(
+    return RetrievalOptions.resolve(
         retriever.settings,
         max_passages=given.max_passages,
-        mode=MODES[given.mode],  # type: ignore[arg-type]
+        mode=MODES[given.mode],
         condense=optional("condense"),
         alternates=optional("alternates"),
         rerank=optional("rerank"),
@@ -148,15 +150,15 @@ class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
         # Validate before embedding: an empty or huge query is refused without spending an embedding on it.
         text = validate(request.query, mode, limit)
         vector, skipped = None, ""
-        if mode != "keyword":
+        if mode != "lexical":
             vectors, skipped, _ = await self.retriever.query_vectors([text])
             vector = vectors[0] if vectors else None
         # The client's deadline bounds the SQL too.
-        remaining = context.time_remaining() if context is not None else None
+        remaining = context.time_remaining()
         result = await search_notes(
             self.retriever.db.pool,
             request.query,
-            mode,  # type: ignore[arg-type]
+            mode,
             filters,
             limit,
             vector,

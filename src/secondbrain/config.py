@@ -26,7 +26,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from secondbrain.errors import ConfigError
+from secondbrain.errors import ConfigError, describe_problems
 from secondbrain.llm.presets import ProviderOverride
 from secondbrain.service.auth import is_loopback
 
@@ -109,6 +109,11 @@ class Settings(BaseSettings):
     )
     db_connect_timeout_seconds: float = Field(default=10.0, gt=0, le=120)
     db_pool_max_size: int = Field(default=10, ge=1, le=200)
+    migrate_on_start: bool = Field(
+        default=True,
+        description="Apply pending migrations when a process opens the database; false where a migration Job applies "
+        "them (Kubernetes). `secondbrain migrate` applies them either way.",
+    )
 
     @property
     def embedded_pgdata(self) -> Path:
@@ -266,18 +271,6 @@ class Config:
     vault: VaultConfig
 
 
-def _describe(error: ValidationError, name_of: dict[str, str] | None = None, prefix: str = "") -> str:
-    """One line per problem, each naming the key a person has to fix."""
-    lines = []
-    for problem in error.errors():
-        location = [str(part) for part in problem["loc"]]
-        if name_of and location and location[0] in name_of:
-            location[0] = name_of[location[0]]
-        key = ".".join(location) or "(top level)"
-        lines.append(f"{prefix}{key}: {problem['msg']}")
-    return "\n".join(lines)
-
-
 def _env_names() -> dict[str, str]:
     names = {name: f"{ENV_PREFIX}{name.upper()}" for name in Settings.model_fields}
     names["database_url"] = "DATABASE_URL"
@@ -289,7 +282,9 @@ def load_settings(**overrides: object) -> Settings:
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as error:
-        raise ConfigError("invalid configuration in the environment:\n" + _describe(error, _env_names())) from None
+        raise ConfigError(
+            "invalid configuration in the environment:\n" + describe_problems(error, _env_names())
+        ) from None
 
 
 def load_vault_config(vault: Path | None) -> VaultConfig:
@@ -308,7 +303,7 @@ def load_vault_config(vault: Path | None) -> VaultConfig:
     try:
         return VaultConfig.model_validate(raw)
     except ValidationError as error:
-        raise ConfigError(f"invalid {path}:\n" + _describe(error)) from None
+        raise ConfigError(f"invalid {path}:\n" + describe_problems(error)) from None
 
 
 def load_config(**overrides: object) -> Config:

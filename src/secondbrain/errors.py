@@ -1,8 +1,17 @@
 """Domain errors: what went wrong, in words a person can act on.
 
 Service logic raises these and knows nothing of gRPC; `secondbrain.service.error_mapping` turns each into a
-status code in one place, and the CLI prints the message.
+status code in one place, and the CLI prints the message. `describe_problems` words what pydantic found wrong
+in a configuration as the keys to fix, for a ConfigError.
 """
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class SecondbrainError(Exception):
@@ -29,9 +38,18 @@ class ResourceExhausted(SecondbrainError):
     """The request is too large or a quota ran out."""
 
 
-class NotBuiltYet(SecondbrainError):
-    """The operation is part of the API but this version does not implement it."""
-
-
 class ConfigError(SecondbrainError):
     """The configuration (environment or the vault's secondbrain.json) is invalid; the message names the key."""
+
+
+def describe_problems(error: ValidationError, name_of: Mapping[str, str] | None = None, prefix: str = "") -> str:
+    """A ConfigError's detail: one line per problem pydantic found, each naming the key a person has to fix
+    (`prefix` and its dotted path; a first part in `name_of` is shown as that name, an environment variable's)."""
+    lines = []
+    for problem in error.errors():
+        location = [str(part) for part in problem["loc"]]
+        if name_of and location and location[0] in name_of:
+            location[0] = name_of[location[0]]
+        key = ".".join(location) or "(top level)"
+        lines.append(f"{prefix}{key}: {problem['msg']}")
+    return "\n".join(lines)

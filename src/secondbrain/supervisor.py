@@ -24,8 +24,6 @@ from secondbrain.errors import Unavailable
 from secondbrain.service.health_client import check_health
 
 GRPC_SERVICES = ("ingest", "retrieve", "chat")
-# In start order: the gateway comes after what it routes to.
-SERVERS = (*GRPC_SERVICES, "shim", "envoy")
 STARTUP_TIMEOUT_SECONDS = 60.0
 
 
@@ -139,6 +137,7 @@ async def run(config: Config) -> int:
             children.append(await _spawn(name, config))
         for child in children:
             await _wait_until_ready(child)
+        # The gateway comes after what it routes to, the shim before Envoy.
         for name in ("shim", "envoy"):
             children.append(await _spawn(name, config))
             await _wait_until_ready(children[-1])

@@ -28,7 +28,7 @@ from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.config import load_config
 from secondbrain.db import Database
 from secondbrain.ingest.server import build_ingestor
-from secondbrain.llm import RetryPolicy
+from secondbrain.providers import RetryPolicy
 from secondbrain.retrieve.server import build_retriever
 from secondbrain.retrieve.server import create_server as create_retrieve_server
 from secondbrain.service.auth import open_channel

@@ -1,10 +1,17 @@
-"""Opening the database: the pgvector version gate, and the redaction of passwords in messages."""
+"""Opening the database: the pgvector version gate, migrating at start unless a Job does it, and the redaction of
+passwords in messages."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import asyncpg
 import pytest
 
+from secondbrain.config import Settings, load_settings
+from secondbrain.db import Database
 from secondbrain.db.database import check_pgvector, redact
+from secondbrain.db.migrate import load_migrations, pending
 from secondbrain.errors import FailedPrecondition
 
 
@@ -40,6 +47,30 @@ async def test_missing_or_old_pgvector_is_refused(row: dict | None, message: str
 
 async def test_installable_new_pgvector_passes() -> None:
     assert await check_pgvector(FakeCatalog({"default_version": "0.8.0", "installed_version": None})) == "0.8.0"
+
+
+async def _pending_after_open(settings: Settings) -> int:
+    db = await Database.open(settings)
+    try:
+        async with db.pool.acquire() as connection:
+            return len(await pending(connection))
+    finally:
+        await db.close()
+
+
+async def test_open_migrates_unless_a_migration_job_does(empty_database: str, tmp_path: Path) -> None:
+    settings = load_settings(DATABASE_URL=empty_database, data_dir=tmp_path, migrate_on_start=False)
+    # Left to a Job that has not run: refused with what to do, and nothing applied.
+    with pytest.raises(FailedPrecondition, match="run `secondbrain migrate`"):
+        await Database.open(settings)
+    connection = await asyncpg.connect(empty_database)
+    try:
+        assert len(await pending(connection)) == len(load_migrations())
+    finally:
+        await connection.close()
+    assert await _pending_after_open(settings.model_copy(update={"migrate_on_start": True})) == 0
+    # Once migrated, a process that does not migrate opens it.
+    assert await _pending_after_open(settings) == 0
 
 
 def test_redact_hides_only_the_password() -> None:

@@ -7,8 +7,6 @@ import random
 from datetime import UTC, datetime
 
 import asyncpg
-import pytest
-from pgvector.asyncpg import register_vector
 
 from secondbrain.ingest import store
 
@@ -27,14 +25,6 @@ WORDS = [
     "notes",
 ]
 SECTIONS = [[], ["Intro"], ["Intro", "Details"], ["Usage"]]
-
-
-@pytest.fixture
-async def connection(database_url: str):
-    connection = await asyncpg.connect(database_url)
-    await register_vector(connection)
-    yield connection
-    await connection.close()
 
 
 def note(path: str, texts: list[str], headings: list[list[str]] | None = None) -> store.NoteRow:

@@ -5,15 +5,6 @@ from __future__ import annotations
 import asyncpg
 import numpy as np
 import pytest
-from pgvector.asyncpg import register_vector
-
-
-@pytest.fixture
-async def connection(database_url: str):
-    connection = await asyncpg.connect(database_url)
-    await register_vector(connection)
-    yield connection
-    await connection.close()
 
 
 async def _note(connection: asyncpg.Connection, path: str = "Projects/Plan.md") -> int:

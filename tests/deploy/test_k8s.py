@@ -13,7 +13,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from secondbrain.config import Settings
+from secondbrain.config import Settings, load_settings
 from secondbrain.gateway.envoy_config import kubernetes_layout, render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,6 +94,18 @@ def test_services_have_native_grpc_probes_and_wait_for_the_migration_job(rendere
     postgres = by_kind(rendered, "StatefulSet")["postgres"]
     assert postgres["spec"]["template"]["spec"]["containers"][0]["image"].startswith("pgvector/pgvector:")
     assert postgres["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"]
+
+
+def test_services_leave_migrations_to_the_job(rendered: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch) -> None:
+    config = by_kind(rendered, "ConfigMap")["secondbrain-config"]
+    for name, value in config["data"].items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("SECONDBRAIN_API_TOKEN", "a-long-random-secret")  # the ConfigMap binds 0.0.0.0
+    assert load_settings().migrate_on_start is False, "every pod would migrate at start, beside the Job"
+    deployments = by_kind(rendered, "Deployment")
+    for name in SERVICES:
+        container = deployments[name]["spec"]["template"]["spec"]["containers"][0]
+        assert {"configMapRef": {"name": "secondbrain-config"}} in container["envFrom"], name
 
 
 def test_grace_outlasts_the_chat_stream_grace_and_secrets_come_from_one_secret(rendered: list[dict[str, Any]]) -> None:

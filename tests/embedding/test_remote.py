@@ -16,7 +16,7 @@ import pytest
 from secondbrain.config import EmbeddingSection
 from secondbrain.embedding import Embedder, create_embedder
 from secondbrain.errors import FailedPrecondition, InvalidInput, Unavailable
-from secondbrain.llm import RetryPolicy
+from secondbrain.providers import RetryPolicy
 from tests.wire import OllamaServer, OpenAIServer, Reply, embed
 from tests.wire.base import WireServer
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.command import run_secondbrain
 from tests.ingest.conftest import ARCHITECTURE_NOTE, Ingest, Vault, embedding_env
 from tests.wire import OpenAIServer
 
@@ -31,24 +32,15 @@ async def cli_env(vault: Vault, database_url: str, tmp_path: Path) -> AsyncItera
         yield env
 
 
-async def secondbrain(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "secondbrain", *args, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    stdout, stderr = await asyncio.wait_for(process.communicate(), 120)
-    return process.returncode or 0, stdout.decode(), stderr.decode()
-
-
 async def test_ingest_in_process_prints_progress_and_a_summary(vault: Vault, cli_env: dict[str, str]) -> None:
     vault.write("Architecture.md", ARCHITECTURE_NOTE)
     vault.write("Inbox/Idea.md", "# Idea\n\nUse pgvector.\n")
-    code, _, stderr = await secondbrain("ingest", str(vault.root), env=cli_env)
+    code, _, stderr = await run_secondbrain("ingest", str(vault.root), env=cli_env)
     assert code == 0, stderr
     assert "working in this process" in stderr
     assert "Synced 2 files" in stderr and "2 added" in stderr
 
-    code, stdout, stderr = await secondbrain("status", env=cli_env)
+    code, stdout, stderr = await run_secondbrain("status", env=cli_env)
     assert code == 0, stderr
     assert "Notes: 2" in stdout
     assert "openai:text-embedding-3-small (1536-d)" in stdout
@@ -57,7 +49,7 @@ async def test_ingest_in_process_prints_progress_and_a_summary(vault: Vault, cli
 async def test_ingest_json_lines_and_exit_code_on_a_failed_note(vault: Vault, cli_env: dict[str, str]) -> None:
     vault.write("Good.md", ARCHITECTURE_NOTE)
     (vault.root / "Bad.md").write_bytes(b"\x00binary")
-    code, stdout, _ = await secondbrain("ingest", str(vault.root), "--json", env=cli_env)
+    code, stdout, _ = await run_secondbrain("ingest", str(vault.root), "--json", env=cli_env)
     assert code == 1, "a failed note is a non-zero exit, for scripts"
     events = [json.loads(line) for line in stdout.splitlines()]
     assert "started" in events[0] and "done" in events[-1]
@@ -65,7 +57,7 @@ async def test_ingest_json_lines_and_exit_code_on_a_failed_note(vault: Vault, cl
     assert [f["path"] for f in failed] == ["Bad.md"]
     assert "binary" in failed[0]["error"]
 
-    code, stdout, _ = await secondbrain("status", "--json", env=cli_env)
+    code, stdout, _ = await run_secondbrain("status", "--json", env=cli_env)
     status = json.loads(stdout)
     assert status["failed_notes"] == 1
     assert [f["path"] for f in status["files"] if f["state"] == "FILE_STATE_FAILED"] == ["Bad.md"]
@@ -75,14 +67,16 @@ async def test_ingest_through_a_running_service(ingest: Ingest) -> None:
     ingest.vault.write("Architecture.md", ARCHITECTURE_NOTE)
     env = {key: value for key, value in os.environ.items()}
     address = await ingest.address()
-    code, stdout, stderr = await secondbrain("ingest", str(ingest.vault.root), "--address", address, "--json", env=env)
+    code, stdout, stderr = await run_secondbrain(
+        "ingest", str(ingest.vault.root), "--address", address, "--json", env=env
+    )
     assert code == 0, stderr
     assert "working in this process" not in stderr
     assert json.loads(stdout.splitlines()[-1])["done"]["totals"]["added"] == 1
 
 
 async def test_ingest_without_a_vault_says_how_to_give_one(cli_env: dict[str, str]) -> None:
-    code, _, stderr = await secondbrain("ingest", env=cli_env)
+    code, _, stderr = await run_secondbrain("ingest", env=cli_env)
     assert code == 1
     assert "SECONDBRAIN_VAULT" in stderr and "Traceback" not in stderr
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import pytest
 
 from secondbrain.errors import FailedPrecondition, InvalidInput, Unavailable
-from secondbrain.llm import ChatMessage, ChatProvider, ChatRequest, ProviderCatalog, RetryPolicy, TextDelta, Usage
+from secondbrain.llm import ChatMessage, ChatProvider, ChatRequest, ProviderCatalog, TextDelta, Usage
+from secondbrain.providers import RetryPolicy
 from tests.wire import AnthropicServer, OpenAIServer, Reply, WireServer
 
 SECRET = "sk-test-4f9a8b7c6d5e4f3a2b1c"

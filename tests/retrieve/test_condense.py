@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from secondbrain.config import Config, RetrieveSection, Settings, VaultConfig
 from secondbrain.errors import ConfigError
-from secondbrain.llm import ChatMessage, ProviderCatalog, RetryPolicy
+from secondbrain.llm import ChatMessage, ProviderCatalog
 from secondbrain.llm.tokens import count_tokens
+from secondbrain.providers import RetryPolicy
 from secondbrain.retrieve.condense import (
     MAX_ALTERNATES,
     Condensed,

@@ -52,13 +52,6 @@ async def test_without_a_query_vector_the_vector_arm_is_skipped_with_the_reason(
     assert [name for name, _ in hybrid.timings] == ["keyword"]
 
 
-async def test_the_search_rpc_words_name_the_same_arms(pool: asyncpg.Pool) -> None:
-    """The servicer passes the proto's SearchMode words (keyword, semantic): they are the lexical and vector arms."""
-    await write(pool, note("a.md", "alpha", chunks=[([], "alpha", 0.9)]), note("b.md", "beta", chunks=[([], "b", 0.5)]))
-    assert await paths(pool, "alpha", "keyword") == await paths(pool, "alpha", "lexical") == ["a.md"]
-    assert await paths(pool, "alpha", "semantic") == await paths(pool, "alpha", "vector") == ["a.md", "b.md"]
-
-
 # --- bad input, limits ------------------------------------------------------------------------------------------
 
 

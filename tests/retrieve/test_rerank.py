@@ -16,7 +16,7 @@ from aiohttp import web
 
 from secondbrain.config import RerankSection
 from secondbrain.errors import ConfigError, FailedPrecondition, InvalidInput, Unavailable
-from secondbrain.llm import RetryPolicy
+from secondbrain.providers import RetryPolicy
 from secondbrain.retrieve.rerank import MAX_DOCUMENT_CHARS, Reranker, RerankResult, create_reranker
 from tests.wire import Reply, RerankServer
 

@@ -18,7 +18,6 @@ RAISED = {
     "early.md": (errors.FailedPrecondition("sync the vault first"), grpc.StatusCode.FAILED_PRECONDITION),
     "down.md": (errors.Unavailable("the database is down"), grpc.StatusCode.UNAVAILABLE),
     "huge.md": (errors.ResourceExhausted("note too large"), grpc.StatusCode.RESOURCE_EXHAUSTED),
-    "later.md": (errors.NotBuiltYet("not built yet"), grpc.StatusCode.UNIMPLEMENTED),
 }
 
 

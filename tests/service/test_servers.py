@@ -83,3 +83,25 @@ async def test_stop_reports_not_serving_before_closing(config, db: Database) -> 
         reply = await stub.Check(health_pb2.HealthCheckRequest(service=SERVICES["retrieve"]), timeout=5)
         assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING
     await running.stop(grace=1)
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+async def test_a_server_for_one_command_does_no_background_work(service: str, config, db: Database) -> None:
+    """No queue worker, periodic sync, abandoned-answer sweep or model warm-up: a CLI command's own server does
+    what its calls need (a sync works its own queue), and nothing is left behind when the command ends."""
+    module = importlib.import_module(f"secondbrain.{service}.server")
+    running = await module.create_server("127.0.0.1:0", ServiceDeps(config=config, db=db), one_command=True)
+    await running.start()
+    try:
+        # Chat closes the channel to retrieve it opened, when it stops: cleanup, not work of its own.
+        assert {task.get_coro().__name__ for task in running.background} <= {"_close_when_stopped"}
+    finally:
+        await running.stop(grace=1)
+
+
+async def test_an_ingest_service_of_its_own_helps_with_every_sync(config, db: Database) -> None:
+    running = await _started("ingest", ServiceDeps(config=config, db=db))
+    try:
+        assert "run_queue_worker" in {task.get_coro().__name__ for task in running.background}
+    finally:
+        await running.stop(grace=1)

@@ -8,6 +8,7 @@ from datetime import datetime
 import asyncpg
 
 from secondbrain.db.embedding_model import ModelRecord, current_model
+from secondbrain.db.sql import like_escape
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ async def index_status(connection: asyncpg.Connection, include_files: bool, path
             WHERE f.path LIKE $1 || '%'
             GROUP BY f.id ORDER BY f.path
             """,
-            path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"),
+            like_escape(path_prefix),
         )
         files = [FileStatusRow(r["path"], r["status"], r["status_reason"], r["chunks"], r["indexed_at"]) for r in rows]
     return IndexStatus(

@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 import asyncpg
 
+from secondbrain.db.sql import like_escape
 from secondbrain.retrieve.filters import Filters
 
 # hnsw.ef_search 100 is the design record's recall setting; relaxed_order lets the scan go on past ef_search when the
@@ -52,11 +53,6 @@ class Params:
 
     def statement(self, sql: str) -> Statement:
         return Statement(sql, self.values)
-
-
-def like_escape(text: str) -> str:
-    """`text` as a LIKE pattern that matches it literally: its `\\`, `%` and `_` escaped (`\\` is LIKE's escape)."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def deadline_after(seconds: float | None) -> float | None:

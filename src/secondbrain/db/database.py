@@ -12,7 +12,7 @@ from pgvector.asyncpg import register_vector
 
 from secondbrain.config import Settings
 from secondbrain.db.embedded import start_embedded
-from secondbrain.db.migrate import migrate
+from secondbrain.db.migrate import migrate, pending
 from secondbrain.errors import FailedPrecondition, Unavailable
 
 log = logging.getLogger(__name__)
@@ -116,16 +116,24 @@ class Database:
     embedded: bool
 
     @classmethod
-    async def open(cls, settings: Settings, *, run_migrations: bool = True) -> Database:
-        """Connect to DATABASE_URL or the embedded server, check pgvector, migrate, and pool connections."""
+    async def open(cls, settings: Settings) -> Database:
+        """Connect to DATABASE_URL or the embedded server, check pgvector, migrate (unless
+        SECONDBRAIN_MIGRATE_ON_START is false: a migration Job does it), and pool connections."""
         embedded = settings.database_url is None
         dsn = await start_embedded(settings.embedded_pgdata) if embedded else settings.database_url
         assert dsn is not None
         connection = await connect(dsn, settings.db_connect_timeout_seconds)
         try:
             version = await check_pgvector(connection)
-            if run_migrations:
+            if settings.migrate_on_start:
                 await migrate(connection)
+            elif missing := await pending(connection):
+                # Without this, the pool's first connection fails on the vector type with nothing to act on.
+                raise FailedPrecondition(
+                    f"the database lacks {len(missing)} migration(s) (from {missing[0].name}) and "
+                    "SECONDBRAIN_MIGRATE_ON_START is false: run `secondbrain migrate` (on Kubernetes, the "
+                    "secondbrain-migrate Job), or set SECONDBRAIN_MIGRATE_ON_START=true"
+                )
         finally:
             await connection.close()
         pool = await asyncpg.create_pool(

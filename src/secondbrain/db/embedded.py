@@ -64,14 +64,33 @@ def forget_dead_handles(pgdata: Path) -> list[int]:
     # The wheel's own inter-process lock, which guards that list.
     with PostgresServer._lock:
         try:
-            pids = json.loads(handles.read_text())
-        except (OSError, ValueError):
+            text = handles.read_text()
+        except OSError:
+            return []
+        try:
+            pids = json.loads(text)
+        except ValueError:
+            pids = None
+        if not isinstance(pids, list):
+            # The wheel rewrites the file in place, so a process killed as it wrote leaves it empty or cut short,
+            # and the wheel's next reader fails to start at all. Whoever used it is unknown: start the list again.
+            log.warning(
+                "the embedded PostgreSQL's list of users was unreadable; starting it again", extra={"text": text[:200]}
+            )
+            _replace(handles, [])
             return []
         alive = [pid for pid in pids if isinstance(pid, int) and _alive(pid)]
         if alive != pids:
             log.info("forgetting processes that left the embedded PostgreSQL without saying so", extra={"pids": pids})
-            handles.write_text(json.dumps(alive))
+            _replace(handles, alive)
         return alive
+
+
+def _replace(handles: Path, pids: list[int]) -> None:
+    """Write the list whole or not at all (a rename), so a kill mid-write cannot leave it unreadable."""
+    partial = handles.with_name(handles.name + ".partial")
+    partial.write_text(json.dumps(pids))
+    partial.replace(handles)
 
 
 async def start_embedded(pgdata: Path) -> str:

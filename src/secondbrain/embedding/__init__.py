@@ -6,6 +6,6 @@
 
 from secondbrain.embedding.base import Embedder
 from secondbrain.embedding.factory import create_embedder
-from secondbrain.embedding.models import ModelSpec, default_model, known_models, lookup
+from secondbrain.embedding.models import ModelSpec, lookup
 
-__all__ = ["Embedder", "ModelSpec", "create_embedder", "default_model", "known_models", "lookup"]
+__all__ = ["Embedder", "ModelSpec", "create_embedder", "lookup"]

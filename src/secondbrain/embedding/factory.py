@@ -1,21 +1,22 @@
 """The factory: the embedder a vault's `embedding` section asks for, with its endpoint and key from the environment.
 
 Vendor modules import their SDKs (torch, openai, httpx2), so only the one in use is imported. Endpoints and keys
-come from the same catalog as the chat providers (TOGETHER_API_KEY/TOGETHER_BASE_URL, OPENAI_API_KEY/
+come from the providers' table the chat providers use too (TOGETHER_API_KEY/TOGETHER_BASE_URL, OPENAI_API_KEY/
 OPENAI_BASE_URL, OLLAMA_URL), so one variable points both at the same place. A remote provider without its key is
 refused here, at start, naming the variable, rather than on the first chunk of an ingest run.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from secondbrain.config import EmbeddingSection
 from secondbrain.embedding.base import Embedder
 from secondbrain.embedding.models import lookup
+from secondbrain.embedding.remote import BatchOptions
 from secondbrain.errors import FailedPrecondition
-from secondbrain.llm.base import RetryPolicy
-from secondbrain.llm.catalog import ProviderCatalog
+from secondbrain.providers import RetryPolicy, endpoints
 
 
 def create_embedder(
@@ -32,13 +33,13 @@ def create_embedder(
 
         return LocalEmbedder(spec, batch_size=section.batch_size)
 
-    context = ProviderCatalog.from_overrides({}, env).context(spec.provider)
+    context = endpoints()[spec.provider].context(spec.provider, os.environ if env is None else env)
     if context.api_key_env and not context.api_key:
         raise FailedPrecondition(
             f"embedding.provider is {spec.provider!r} but {context.api_key_env} is not set: set it, or use the local "
             "provider, which needs no key"
         )
-    options = {"batch_size": section.batch_size, "concurrency": section.concurrency, "retry": retry}
+    options = BatchOptions(batch_size=section.batch_size, concurrency=section.concurrency, retry=retry)
     if spec.provider == "ollama":
         from secondbrain.embedding.ollama_embedder import OllamaEmbedder
 

@@ -86,14 +86,6 @@ def _table() -> dict[str, _ProviderEntry]:
     return {provider: _ProviderEntry.model_validate(entry) for provider, entry in raw.items()}
 
 
-def default_model(provider: Provider) -> str:
-    return _table()[provider].default_model
-
-
-def known_models(provider: Provider) -> list[str]:
-    return list(_table()[provider].models)
-
-
 def _canonical(provider: Provider, name: str) -> str:
     """The table's spelling of `name`: aliases resolved; for Ollama, `:latest` dropped (it is the same model)."""
     if provider == "ollama" and name.endswith(":latest"):
@@ -116,31 +108,21 @@ def lookup(provider: Provider, model: str | None) -> ModelSpec:
     name = _canonical(provider, model or entry.default_model)
     family = name.split(":", 1)[0] if provider == "ollama" else name
     known = entry.models.get(name) or entry.models.get(family)
-    if known is not None:
-        return ModelSpec(
-            provider=provider,
-            name=name,
-            dimension=known.dimension,
-            window=known.window,
-            special_tokens=known.special_tokens,
-            tokenizer=known.tokenizer,
-            query_prefix=known.query_prefix,
-            document_prefix=known.document_prefix,
-            encoding_format=entry.encoding_format,
-        )
-    if entry.unknown_model is None:
+    shape = known if known is not None else entry.unknown_model
+    if shape is None:
         choices = ", ".join(entry.models)
         raise ConfigError(
             f"secondbrain.json: embedding.model: {name!r} is not available for the {provider} provider; "
             f"it ships only {choices} (choose another provider for other models)"
         )
-    shape = entry.unknown_model
     return ModelSpec(
         provider=provider,
         name=name,
-        dimension=None,
+        dimension=known.dimension if known is not None else None,
         window=shape.window,
         special_tokens=shape.special_tokens,
         tokenizer=shape.tokenizer,
+        query_prefix=known.query_prefix if known is not None else "",
+        document_prefix=known.document_prefix if known is not None else "",
         encoding_format=entry.encoding_format,
     )

@@ -9,37 +9,23 @@ which notes were not embedded whole.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import httpx2
 
 from secondbrain.embedding.models import ModelSpec
-from secondbrain.embedding.remote import REQUEST_TIMEOUT_SECONDS, RemoteEmbedder
-from secondbrain.llm.base import RetryPolicy
-from secondbrain.llm.errors import ProviderContext, connection_error
+from secondbrain.embedding.remote import REQUEST_TIMEOUT_SECONDS, BatchOptions, RemoteEmbedder
+from secondbrain.providers import ProviderContext, api_root, connection_error
 
 # Seconds to open a connection; a local Ollama answers at once or is not running.
 CONNECT_TIMEOUT_SECONDS = 10.0
 
 
-def native_root(base_url: str) -> str:
-    """Ollama's root URL from the catalog's base URL, which points at the OpenAI-compatible `/v1` below it."""
-    root = base_url.rstrip("/")
-    return root.removesuffix("/v1")
-
-
 class OllamaEmbedder(RemoteEmbedder):
-    def __init__(
-        self,
-        spec: ModelSpec,
-        context: ProviderContext,
-        *,
-        batch_size: int = 32,
-        concurrency: int = 2,
-        retry: RetryPolicy | None = None,
-    ) -> None:
-        super().__init__(spec, context, batch_size=batch_size, concurrency=concurrency, retry=retry)
-        self.root_url = native_root(context.base_url)
+    def __init__(self, spec: ModelSpec, context: ProviderContext, **options: Unpack[BatchOptions]) -> None:
+        super().__init__(spec, context, **options)
+        # The endpoint's base URL points at the OpenAI-compatible `/v1`; the native routes hang from its root.
+        self.root_url = api_root(context.base_url)
         self.client = httpx2.AsyncClient(
             base_url=self.root_url,
             timeout=httpx2.Timeout(REQUEST_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),

@@ -9,26 +9,18 @@ supports; not all of them decode base64 requests).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Unpack
 
 import openai
 
 from secondbrain.embedding.models import ModelSpec
-from secondbrain.embedding.remote import REQUEST_TIMEOUT_SECONDS, RemoteEmbedder
-from secondbrain.llm.base import RetryPolicy
-from secondbrain.llm.errors import ProviderContext, connection_error
+from secondbrain.embedding.remote import REQUEST_TIMEOUT_SECONDS, BatchOptions, RemoteEmbedder
+from secondbrain.providers import ProviderContext, connection_error
 
 
 class OpenAIEmbedder(RemoteEmbedder):
-    def __init__(
-        self,
-        spec: ModelSpec,
-        context: ProviderContext,
-        *,
-        batch_size: int = 32,
-        concurrency: int = 2,
-        retry: RetryPolicy | None = None,
-    ) -> None:
-        super().__init__(spec, context, batch_size=batch_size, concurrency=concurrency, retry=retry)
+    def __init__(self, spec: ModelSpec, context: ProviderContext, **options: Unpack[BatchOptions]) -> None:
+        super().__init__(spec, context, **options)
         self.client = openai.AsyncOpenAI(
             api_key=context.api_key or "unused",  # the factory requires a key; the SDK insists on a string
             base_url=context.base_url,

@@ -1,7 +1,7 @@
 """What every remote embedder shares: batching, bounded concurrency, retries, and bisect-and-truncate.
 
 Vendor modules implement one thing, `_request_once`: a single HTTP attempt for a list of inputs that returns the
-vectors in order or raises, translating its SDK's failures with `secondbrain.llm.errors` (through
+vectors in order or raises, translating its SDK's failures with `secondbrain.providers.errors` (through
 `_status_failure`, so every vendor decides "retry", "too long", "fix your key" the same way). Everything else is
 here, once:
 
@@ -22,15 +22,14 @@ import math
 import re
 from abc import abstractmethod
 from collections.abc import Awaitable, Mapping, Sequence
-from typing import TypeVar
+from typing import TypedDict, TypeVar, Unpack
 
 import numpy as np
 
 from secondbrain.embedding.base import Embedder
 from secondbrain.embedding.models import ModelSpec
 from secondbrain.errors import InvalidInput, Unavailable
-from secondbrain.llm.base import RetryPolicy, call_with_retries
-from secondbrain.llm.errors import ProviderContext, retry_after_seconds, status_error
+from secondbrain.providers import ProviderContext, RetryPolicy, call_with_retries, status_error
 
 T = TypeVar("T")
 
@@ -64,21 +63,21 @@ def is_length_error(status: int, message: str) -> bool:
     return status == 413 or (status == 400 and _TOO_LONG.search(message) is not None)
 
 
+class BatchOptions(TypedDict, total=False):
+    """How a remote embedder sends its inputs; what is left out takes RemoteEmbedder's default."""
+
+    batch_size: int
+    concurrency: int
+    retry: RetryPolicy | None
+
+
 class RemoteEmbedder(Embedder):
-    def __init__(
-        self,
-        spec: ModelSpec,
-        context: ProviderContext,
-        *,
-        batch_size: int = 32,
-        concurrency: int = 2,
-        retry: RetryPolicy | None = None,
-    ) -> None:
+    def __init__(self, spec: ModelSpec, context: ProviderContext, **options: Unpack[BatchOptions]) -> None:
         super().__init__(spec)
         self.context = context
-        self.batch_size = batch_size
-        self.retry = retry or RetryPolicy()
-        self._slots = asyncio.Semaphore(concurrency)
+        self.batch_size = options.get("batch_size", 32)
+        self.retry = options.get("retry") or RetryPolicy()
+        self._slots = asyncio.Semaphore(options.get("concurrency", 2))
         self._probe_lock = asyncio.Lock()
 
     @abstractmethod
@@ -91,7 +90,7 @@ class RemoteEmbedder(Embedder):
     def _status_failure(self, status: int, message: str, headers: Mapping[str, str]) -> Exception:
         if is_length_error(status, message):
             return InputTooLong(message)
-        return status_error(self.context, status, message, self.model, retry_after_seconds(headers))
+        return status_error(self.context, status, message, self.model, headers)
 
     def _malformed(self, what: str) -> Unavailable:
         return Unavailable(f"{self.context.display_name} sent an embeddings answer that cannot be read: {what}")

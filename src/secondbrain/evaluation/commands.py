@@ -25,6 +25,7 @@ from secondbrain.evaluation.run import (
     evaluate,
     write_corpus,
 )
+from secondbrain.evaluation.services import EvalServices
 
 # Published nDCG@10 on SciFact (test split), for the table beside ours.
 PUBLISHED_SCIFACT = [
@@ -40,6 +41,7 @@ PUBLISHED_SCIFACT = [
 async def run_eval(
     config: Config,
     *,
+    services: EvalServices,
     qa: Path | None,
     vault: Path | None,
     beir: Path | None,
@@ -68,9 +70,9 @@ async def run_eval(
             bar.update(tasks[arm], completed=done)
 
         if beir is not None:
-            report = await _beir(config, beir, split, arms, limit, console, progress)
+            report = await _beir(services, config, beir, split, arms, limit, console, progress)
         else:
-            report = await _qa(config, qa, vault, arms, limit, console, progress)
+            report = await _qa(services, config, qa, vault, arms, limit, console, progress)
     if as_json:
         print(json.dumps(as_dict(report), indent=2))
     else:
@@ -78,9 +80,7 @@ async def run_eval(
     return report
 
 
-async def _qa(config, qa, vault, arms, limit, console, progress) -> Report:  # noqa: ANN001
-    from secondbrain.ingest.commands import run_ingest
-
+async def _qa(services, config, qa, vault, arms, limit, console, progress) -> Report:  # noqa: ANN001
     root = vault or config.settings.vault
     if qa is None:
         if root is None:
@@ -91,18 +91,15 @@ async def _qa(config, qa, vault, arms, limit, console, progress) -> Report:  # n
         questions.questions = questions.questions[:limit]
     if root is not None:
         console.print(f"[dim]Indexing {root} first (only what changed).[/dim]")
-        await run_ingest(config, root.resolve(), force=False, watch=False, address=None, as_json=False)
+        await services.sync(config, root.resolve())
     db = await Database.open(config.settings)
     try:
-        return await evaluate(db, config, questions, arms, progress)
+        return await evaluate(await services.open_ranker(config, db), questions, arms, progress)
     finally:
         await db.close()
 
 
-async def _beir(config, directory, split, arms, limit, console, progress) -> Report:  # noqa: ANN001
-    from secondbrain.ingest.commands import SyncView
-    from secondbrain.ingest.server import build_ingestor
-
+async def _beir(services, config, directory, split, arms, limit, console, progress) -> Report:  # noqa: ANN001
     dataset = load_beir(directory, split)
     if limit:
         dataset.questions.questions = dataset.questions.questions[:limit]
@@ -118,16 +115,10 @@ async def _beir(config, directory, split, arms, limit, console, progress) -> Rep
     try:
         await ensure_database(main.dsn, name, config.settings.db_connect_timeout_seconds)
         eval_config = beir_config(config, with_database(main.dsn, name), vault)
+        await services.sync_here(eval_config, vault)
         db = await Database.open(eval_config.settings)
         try:
-            ingestor = build_ingestor(eval_config, db)
-            from secondbrain.ingest.servicer import sync_event  # sync events as the one renderer reads them
-
-            with SyncView(console, as_json=False) as view:
-                async for event in ingestor.sync(vault):
-                    view.show(sync_event(event))
-            view.print_summary()
-            report = await evaluate(db, eval_config, dataset.questions, arms, progress)
+            report = await evaluate(await services.open_ranker(eval_config, db), dataset.questions, arms, progress)
         finally:
             await db.close()
     finally:

@@ -1,20 +1,21 @@
 """Ranking notes for a question the way a chat turn's retrieval does, one arm (or optional stage) at a time.
 
-Each arm is `Retriever.rank` (condense, search, fuse, links, rerank: the stages before passages are assembled) with
-its knobs set, deep enough for Recall@100; chunks roll up to notes, a note ranking where its best chunk ranks. An
+Each arm is retrieval's own ranking (condense, search, fuse, links, rerank: the stages before passages are assembled)
+with its knobs set, deep enough for Recall@100; chunks roll up to notes, a note ranking where its best chunk ranks. An
 optional stage that needs something this machine lacks (an LLM for alternates, a reranker endpoint) is reported as
 unavailable with the reason, never scored as if it had run.
+
+The evaluation imports no service: retrieval's ranking comes as a `ChunkRanker`, handed over by what composes the
+services (the CLI), so what it measures is what a chat turn reads.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Protocol
 
-from secondbrain.errors import InvalidInput
 from secondbrain.evaluation.questions import Question
-from secondbrain.retrieve.filters import Filters
-from secondbrain.retrieve.pipeline import Ranking, Retriever
-from secondbrain.retrieve.pipeline import RetrievalOptions as Options
 
 # Notes ranked per question: enough for Recall@100.
 DEPTH = 100
@@ -49,56 +50,24 @@ class ArmUnavailable(Exception):
     """The arm cannot run here; the message says why."""
 
 
-@dataclass
-class NoteRanker:
-    retriever: Retriever
-    # The same retriever with wikilink expansion on, whatever the vault's setting (the hybrid+links arm).
-    with_links: Retriever
-    paths: dict[int, str]
+class ChunkRanker(Protocol):
+    """Retrieval's ranking over one index, as the evaluation reads it."""
 
-    @classmethod
-    async def open(cls, retriever: Retriever) -> NoteRanker:
-        async with retriever.db.pool.acquire() as connection:
-            rows = await connection.fetch("SELECT id, path FROM vault_files")
-        r = retriever
-        settings = r.settings.model_copy(update={"wikilink_expansion": True})
-        with_links = Retriever(r.db, r.embedder, r.condenser, r.make_reranker, settings, r.embedder_unavailable_reason)
-        return cls(retriever, with_links, {row["id"]: row["path"] for row in rows})
+    # The path of every note in the index.
+    notes: Collection[str]
 
-    def options(self, arm: Arm) -> Options:
-        return Options.resolve(
-            self.retriever.settings,
-            mode=arm.mode,  # type: ignore[arg-type]
-            condense=True,
-            alternates=arm.alternates,
-            rerank=arm.rerank,
-        )
-
-    async def rank(self, question: Question, arm: Arm, depth: int = DEPTH) -> list[str]:
-        """The top `depth` note paths for `question` under `arm`, best first. Raises ArmUnavailable when a stage
-        the arm needs did not run."""
-        if arm.alternates and self.retriever.condenser.provider is None:
-            raise ArmUnavailable(f"alternates need a language model: {self.retriever.condenser.unavailable_reason}")
-        retriever = self.with_links if arm.links else self.retriever
-        try:
-            ranking = await retriever.rank(
-                question.text, list(question.history), Filters(), self.options(arm), depth=depth * CHUNKS_PER_NOTE
-            )
-        except InvalidInput as error:
-            raise ArmUnavailable(str(error)) from None
-        _check(arm, ranking)
-        notes: dict[str, None] = {}
-        for ranked in ranking.ranked:
-            path = self.paths.get(ranked.fused.candidate.file_id)
-            if path is not None:
-                notes.setdefault(path, None)
-                if len(notes) >= depth:
-                    break
-        return list(notes)
+    async def rank_chunks(self, question: Question, arm: Arm, depth: int) -> list[str]:
+        """The note of each of the first `depth` chunks ranked for `question` under `arm`, best first (a note once
+        for each of its chunks). Raises ArmUnavailable when a stage the arm needs did not run."""
+        ...
 
 
-def _check(arm: Arm, ranking: Ranking) -> None:
-    if arm.mode != "lexical" and not ranking.vector_arm_ran:
-        raise ArmUnavailable(f"the vector arm did not run: {ranking.vector_arm_skipped_reason}")
-    if arm.rerank and not ranking.reranked:
-        raise ArmUnavailable(f"no reranker ran: {ranking.rerank_skipped_reason or 'none is configured'}")
+async def rank_notes(ranker: ChunkRanker, question: Question, arm: Arm, depth: int = DEPTH) -> list[str]:
+    """The top `depth` note paths for `question` under `arm`, best first. Raises ArmUnavailable when a stage the arm
+    needs did not run."""
+    notes: dict[str, None] = {}
+    for path in await ranker.rank_chunks(question, arm, depth * CHUNKS_PER_NOTE):
+        notes.setdefault(path, None)
+        if len(notes) >= depth:
+            break
+    return list(notes)

@@ -17,12 +17,11 @@ from pathlib import Path
 import asyncpg
 
 from secondbrain.config import Config, VaultConfig
-from secondbrain.db import Database
 from secondbrain.db.database import connect
 from secondbrain.errors import InvalidInput
 from secondbrain.evaluation import metrics
 from secondbrain.evaluation.questions import BeirDataset, Question, QuestionSet, note_path
-from secondbrain.evaluation.ranking import ARMS, ArmUnavailable, NoteRanker
+from secondbrain.evaluation.ranking import ARMS, ArmUnavailable, ChunkRanker, rank_notes
 
 Progress = Callable[[str, int, int], None]
 
@@ -55,15 +54,9 @@ class Report:
     notes: list[str] = field(default_factory=list)
 
 
-async def evaluate(
-    db: Database, config: Config, questions: QuestionSet, arm_names: Sequence[str], progress: Progress
-) -> Report:
-    """Rank every question with every arm in `arm_names` over the index in `db`, and score them."""
-    from secondbrain.retrieve.server import build_retriever
-
-    retriever = build_retriever(config, db)
-    ranker = await NoteRanker.open(retriever)
-    known = set(ranker.paths.values())
+async def evaluate(ranker: ChunkRanker, questions: QuestionSet, arm_names: Sequence[str], progress: Progress) -> Report:
+    """Rank every question with every arm in `arm_names` over the index `ranker` ranks, and score them."""
+    known = set(ranker.notes)
     notes = [
         f"question {q.id}: {path} is not in the index"
         for q in questions.questions
@@ -82,7 +75,7 @@ async def evaluate(
         try:
             for done, question in enumerate(questions.questions):
                 progress(name, done, len(questions.questions))
-                rankings[question.id] = await ranker.rank(question, arm)
+                rankings[question.id] = await rank_notes(ranker, question, arm)
         except ArmUnavailable as error:
             result.unavailable = str(error)
             results.append(result)

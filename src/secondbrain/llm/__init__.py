@@ -1,6 +1,9 @@
-"""The provider layer: one way to call, stream or swap a chat model, shared by ingest, retrieve and chat."""
+"""The chat-model layer: one way to call, stream or swap a chat model, shared by ingest, retrieve and chat.
 
-from secondbrain.llm.base import ChatProvider, RetryPolicy
+What it shares with embedders and the reranker (endpoints, failures, retrying) is in `secondbrain.providers`.
+"""
+
+from secondbrain.llm.base import ChatProvider
 from secondbrain.llm.catalog import EXTRACTIVE, Choice, ProviderCatalog, ProviderOption
 from secondbrain.llm.structured import complete, complete_json, extract_json
 from secondbrain.llm.types import ChatMessage, ChatRequest, SourcePassage, StreamEvent, TextDelta, Usage
@@ -13,7 +16,6 @@ __all__ = [
     "Choice",
     "ProviderCatalog",
     "ProviderOption",
-    "RetryPolicy",
     "SourcePassage",
     "StreamEvent",
     "TextDelta",

@@ -8,15 +8,9 @@ from typing import Any
 import anthropic
 import httpx2  # the HTTP client both SDKs are built on; its errors surface mid-stream
 
-from secondbrain.llm.base import ChatProvider, RetryPolicy
-from secondbrain.llm.errors import (
-    ProviderContext,
-    broken_stream,
-    connection_error,
-    retry_after_seconds,
-    status_error,
-)
+from secondbrain.llm.base import ChatProvider, broken_stream
 from secondbrain.llm.types import ChatRequest, StreamEvent, TextDelta, Usage
+from secondbrain.providers import ProviderContext, RetryPolicy, connection_error, status_error
 
 READ_TIMEOUT_SECONDS = 60.0
 
@@ -83,4 +77,4 @@ def _translate(context: ProviderContext, error: anthropic.APIStatusError, model:
     body = error.body if isinstance(error.body, dict) else {}
     detail = body.get("error", {}) if isinstance(body.get("error"), dict) else {}
     message = str(detail.get("message") or error.message)
-    return status_error(context, error.status_code, message, model, retry_after_seconds(error.response.headers))
+    return status_error(context, error.status_code, message, model, error.response.headers)

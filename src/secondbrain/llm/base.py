@@ -1,81 +1,22 @@
-"""The one interface to a chat model, with the retry policy every vendor shares."""
+"""The one interface to a chat model; retrying comes from `secondbrain.providers`, as for every provider."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import logging
-import random
-import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import TypeVar
+from collections.abc import AsyncIterator
 
-from secondbrain.llm.errors import ProviderContext, RetryableFailure, broken_stream
+from secondbrain.errors import Unavailable
 from secondbrain.llm.types import ChatRequest, StreamEvent, TextDelta, Usage
-
-log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Retry what may pass (rate limits, overload, 5xx, network): up to `attempts` tries within `deadline_seconds`."""
-
-    attempts: int = 4
-    deadline_seconds: float = 30.0
-    base_delay_seconds: float = 0.5
-    max_delay_seconds: float = 8.0
-
-    def delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_delay_seconds)
-        backoff = min(self.base_delay_seconds * 2**attempt, self.max_delay_seconds)
-        return backoff * random.uniform(0.5, 1.0)  # jitter, so many clients do not retry in step
-
-    def start(self) -> RetryState:
-        return RetryState(self, time.monotonic() + self.deadline_seconds)
-
-
-@dataclass
-class RetryState:
-    """One operation's progress through its RetryPolicy."""
-
-    policy: RetryPolicy
-    deadline: float
-    attempts: int = 0
-
-    async def wait_or_give_up(self, failure: RetryableFailure, what: str) -> None:
-        """Sleep before the next try, or raise the failure's error when tries or time have run out."""
-        self.attempts += 1
-        pause = self.policy.delay(self.attempts - 1, failure.retry_after)
-        if self.attempts >= self.policy.attempts or time.monotonic() + pause > self.deadline:
-            tries = f"{self.attempts} attempt{'s' if self.attempts > 1 else ''}"
-            raise type(failure.error)(f"{failure.error} (gave up after {tries})") from None
-        log.info(
-            "call failed; retrying", extra={"call": what, "attempt": self.attempts, "pause_seconds": round(pause, 2)}
-        )
-        await asyncio.sleep(pause)
-
-
-async def call_with_retries(call: Callable[[], Awaitable[T]], policy: RetryPolicy, what: str) -> T:
-    """`await call()`, retried under `policy` while it raises RetryableFailure."""
-    state = policy.start()
-    while True:
-        try:
-            return await call()
-        except RetryableFailure as failure:
-            await state.wait_or_give_up(failure, what)
+from secondbrain.providers import ProviderContext, RetryableFailure, RetryPolicy
 
 
 class ChatProvider(ABC):
     """A chat model behind one interface. `stream()` yields `TextDelta`s, then exactly one `Usage`, or raises.
 
     Subclasses implement `_stream_once`, one attempt that translates its SDK's failures with
-    `secondbrain.llm.errors`; retrying lives here. Once text has been yielded nothing is retried: a failure after
-    that raises, so a partial answer is never mistaken for a whole one.
+    `secondbrain.providers.errors` (and `broken_stream`); retrying lives here. Once text has been yielded nothing is
+    retried: a failure after that raises, so a partial answer is never mistaken for a whole one.
     """
 
     def __init__(self, context: ProviderContext, retry: RetryPolicy | None = None) -> None:
@@ -113,3 +54,8 @@ class ChatProvider(ABC):
             if not finished:
                 raise broken_stream(self.context, "the stream ended before the model said it had finished")
             return
+
+
+def broken_stream(context: ProviderContext, reason: str) -> Unavailable:
+    """The stream failed after text had arrived: the answer is incomplete and must not pass as whole."""
+    return Unavailable(f"the answer from {context.display_name} stopped part way: {context.scrub(reason)}")

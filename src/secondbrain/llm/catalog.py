@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from secondbrain.errors import ConfigError, FailedPrecondition, InvalidInput
-from secondbrain.llm.base import ChatProvider, RetryPolicy
-from secondbrain.llm.errors import ProviderContext
+from secondbrain.llm.base import ChatProvider
 from secondbrain.llm.presets import (
     ModelPreset,
     Presets,
@@ -22,6 +21,7 @@ from secondbrain.llm.presets import (
     apply_overrides,
     load_presets,
 )
+from secondbrain.providers import ProviderContext, RetryPolicy
 
 if TYPE_CHECKING:  # config imports the presets of this package, so only the type may be imported here
     from secondbrain.config import Config
@@ -145,12 +145,7 @@ class ProviderCatalog:
             raise InvalidInput(f"unknown model {model!r} for {provider_id}; choose one of: {models}")
 
     def context(self, provider_id: str) -> ProviderContext:
-        preset = self.presets.providers[provider_id]
-        base_url = preset.base_url or ""
-        if preset.base_url_env and self.env.get(preset.base_url_env):
-            base_url = self.env[preset.base_url_env].rstrip("/") + preset.base_url_env_suffix
-        api_key = self.env.get(preset.api_key_env) if preset.api_key_env else None
-        return ProviderContext(provider_id, preset.display_name, base_url, preset.api_key_env, api_key)
+        return self.presets.providers[provider_id].context(provider_id, self.env)
 
     def provider(self, provider_id: str) -> ChatProvider:
         """A ready provider (one per id, reused: its SDK client pools connections)."""

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from importlib import resources
 
 from secondbrain.llm.base import ChatProvider
-from secondbrain.llm.errors import ProviderContext
 from secondbrain.llm.tokens import count_tokens
 from secondbrain.llm.types import ChatRequest, SourcePassage, StreamEvent, TextDelta, Usage
+from secondbrain.providers import ProviderContext
 
 MAX_QUOTES = 3
 MAX_QUOTES_PER_PASSAGE = 2

@@ -8,15 +8,9 @@ from typing import Any, Literal
 import httpx2  # the HTTP client both SDKs are built on; its errors surface mid-stream
 import openai
 
-from secondbrain.llm.base import ChatProvider, RetryPolicy
-from secondbrain.llm.errors import (
-    ProviderContext,
-    broken_stream,
-    connection_error,
-    retry_after_seconds,
-    status_error,
-)
+from secondbrain.llm.base import ChatProvider, broken_stream
 from secondbrain.llm.types import ChatRequest, StreamEvent, TextDelta, Usage
+from secondbrain.providers import ProviderContext, RetryPolicy, connection_error, status_error
 
 # Seconds to wait for the connection and between streamed chunks; a stalled stream fails instead of hanging.
 READ_TIMEOUT_SECONDS = 60.0
@@ -94,4 +88,4 @@ class OpenAICompatibleProvider(ChatProvider):
 def _translate(context: ProviderContext, error: openai.APIStatusError, model: str) -> Exception:
     body = error.body if isinstance(error.body, dict) else {}
     message = str(body.get("message") or error.message)
-    return status_error(context, error.status_code, message, model, retry_after_seconds(error.response.headers))
+    return status_error(context, error.status_code, message, model, error.response.headers)

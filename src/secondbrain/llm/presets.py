@@ -1,7 +1,9 @@
-"""Which providers exist, where they live, their models and default models: `presets.json`, plus a vault's overrides.
+"""Which chat providers exist, their models and default models: `presets.json`, plus a vault's overrides.
 
-The file ships with the package; a vault's `secondbrain.json` adds or overrides models under `chat.providers.<id>`
-(and may define a whole new OpenAI-compatible provider there). Both are validated with pydantic, and every error
+Where a provider lives and its key variable come from the providers' table (`secondbrain.providers.endpoints`),
+shared with embedding and rerank; `presets.json` says only what chat adds (protocol, models). The file ships with
+the package; a vault's `secondbrain.json` adds or overrides models under `chat.providers.<id>` (and may define a
+whole new OpenAI-compatible provider there, endpoint included). Both are validated with pydantic, and every error
 names the key to fix.
 """
 
@@ -9,11 +11,12 @@ from __future__ import annotations
 
 import json
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from secondbrain.errors import ConfigError
+from secondbrain.errors import ConfigError, describe_problems
+from secondbrain.providers import Endpoint, endpoints
 
 Protocol = Literal["anthropic", "openai", "extractive"]
 
@@ -32,14 +35,10 @@ class ModelPreset(_Strict):
         return self.display_name or self.id
 
 
-class ProviderPreset(_Strict):
-    display_name: str = Field(min_length=1)
+class ProviderPreset(Endpoint):
+    """A chat provider: its endpoint (display name, base URL, key variable) and what chat needs besides."""
+
     protocol: Protocol
-    base_url: str | None = None
-    # An environment variable that, when set, replaces base_url (plus base_url_env_suffix): OLLAMA_URL, for one.
-    base_url_env: str | None = None
-    base_url_env_suffix: str = ""
-    api_key_env: str | None = None
     # The provider is available only when every one of these is set and non-empty.
     requires_env: list[str] = Field(default_factory=list)
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
@@ -80,25 +79,39 @@ class Presets(_Strict):
         return self.providers.get(provider_id)
 
 
-def _describe(error: ValidationError, prefix: str) -> str:
-    return "\n".join(
-        f"{prefix}{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}" for problem in error.errors()
-    )
-
-
 def load_presets(text: str | None = None) -> Presets:
     """The presets shipped with secondbrain (or `text`, for tests), validated."""
     source = "presets.json"
     if text is None:
         text = (resources.files("secondbrain.llm") / "presets.json").read_text(encoding="utf-8")
     try:
-        return Presets.model_validate(json.loads(text))
+        document = json.loads(text)
     except json.JSONDecodeError as error:
         raise ConfigError(
             f"{source}: not valid JSON (line {error.lineno}, column {error.colno}): {error.msg}"
         ) from None
+    try:
+        return Presets.model_validate(_with_endpoints(document))
     except ValidationError as error:
-        raise ConfigError(f"invalid {source}:\n" + _describe(error, "")) from None
+        raise ConfigError(f"invalid {source}:\n" + describe_problems(error)) from None
+
+
+def _with_endpoints(document: Any) -> Any:
+    """`document` with each provider's endpoint from the providers' table under what its entry says itself (the
+    extractive provider, which has no endpoint, names itself). Anything malformed is left for validation to name."""
+    providers = document.get("providers") if isinstance(document, dict) else None
+    if not isinstance(providers, dict):
+        return document
+    table = endpoints()
+    return {
+        **document,
+        "providers": {
+            provider_id: {**table[provider_id].model_dump(), **entry}
+            if provider_id in table and isinstance(entry, dict)
+            else entry
+            for provider_id, entry in providers.items()
+        },
+    }
 
 
 def apply_overrides(presets: Presets, overrides: dict[str, ProviderOverride]) -> Presets:
@@ -119,6 +132,6 @@ def apply_overrides(presets: Presets, overrides: dict[str, ProviderOverride]) ->
             providers[provider_id] = ProviderPreset.model_validate(merged)
         except ValidationError as error:
             raise ConfigError(
-                "invalid secondbrain.json:\n" + _describe(error, f"chat.providers.{provider_id}.")
+                "invalid secondbrain.json:\n" + describe_problems(error, prefix=f"chat.providers.{provider_id}.")
             ) from None
     return Presets(providers=providers)

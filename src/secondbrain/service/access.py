@@ -1,15 +1,19 @@
-"""How a CLI command reaches a service: over gRPC when the service answers, else in this process.
+"""How a CLI command reaches a service: the running one when it answers, else a real server started in this process.
 
-Either way the command calls the same methods with the same proto messages: a stub's, or the servicer's itself
-(its handlers do not use the gRPC context). So `secondbrain ingest ~/notes` works with nothing started, and the same
-command talks to a running stack without a flag.
+Either way the command holds a stub on a gRPC channel and makes the same calls: a server of its own listens on a
+free loopback port and serves them through every interceptor a running service has (the token check, the request
+limits, error mapping, observation). So `secondbrain ingest ~/notes` works with nothing started, behaves as it would
+against a running stack, and the same command talks to a running stack without a flag.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
+import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from rich.console import Console
@@ -19,58 +23,101 @@ from secondbrain.db import Database
 from secondbrain.errors import InvalidInput
 from secondbrain.service.auth import open_channel
 from secondbrain.service.health_client import check_health
+from secondbrain.service.observe import RPC_IN_FLIGHT
+from secondbrain.service.registry import SERVICES
+from secondbrain.service.runner import ServiceDeps
 
+Stub = TypeVar("Stub")
 
-class InProcess:
-    """A servicer called like a stub: `await svc.Method(request)` or `async for event in svc.Method(request)`."""
-
-    def __init__(self, servicer: object) -> None:
-        self._servicer = servicer
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(self._servicer, name)
-
-        def call(request: object, timeout: float | None = None) -> Any:
-            return method(request, None)
-
-        return call
+LOOPBACK = "127.0.0.1"
+# When a command ends, calls it left in flight (Ctrl-C cancels them) get this long to finish their cleanup before
+# the command's own servers stop.
+STOP_GRACE_SECONDS = 5.0
 
 
 @contextlib.asynccontextmanager
 async def streaming(call: Any) -> AsyncIterator[Any]:
-    """Iterate a server-streaming call, and end it however the loop ends (Ctrl-C included): a gRPC call is
-    cancelled, an in-process async generator closed, so its `finally` blocks (locks, connections) run now."""
+    """Iterate a server-streaming call, and cancel it however the loop ends (Ctrl-C included), so the server stops
+    its work and runs its cleanup (locks, connections) now."""
     try:
         yield call
     finally:
-        if hasattr(call, "aclose"):
-            await call.aclose()
-        elif hasattr(call, "cancel"):
-            call.cancel()
+        call.cancel()
+
+
+async def _serving(service: str, address: str) -> bool:
+    return await check_health(address, SERVICES[service].grpc_name, rpc_timeout=1.0) == "SERVING"
 
 
 @contextlib.asynccontextmanager
 async def connect(
     config: Config,
     service: str,
-    full_name: str,
     address: str | None,
-    stub_class: Callable[[grpc.aio.Channel], Any],
-    make_servicer: Callable[[Config, Database], object],
+    stub_class: Callable[[grpc.aio.Channel], Stub],
     console: Console,
-) -> AsyncIterator[Any]:
-    """A stub of the running `service`, or its servicer built in this process on the configured database."""
+    *,
+    doing: str = "working",
+) -> AsyncIterator[Stub]:
+    """A stub of the running `service` (at `address`, else its configured one), or, when none answers there, of one
+    started in this process; `console` says which ("No ingest service at ...; working in this process."). With
+    `address` given, only the service there will do."""
     settings = config.settings
     target = address or settings.address_of(service)
-    if await check_health(target, full_name, rpc_timeout=1.0) == "SERVING":
+    if await _serving(service, target):
         async with open_channel(target, settings.token) as channel:
             yield stub_class(channel)
         return
     if address:
         raise InvalidInput(f"no {service} service answers at {address}")
-    console.print(f"[dim]No {service} service at {target}; working in this process.[/dim]")
-    db = await Database.open(settings)
+    console.print(f"[dim]No {service} service at {target}; {doing} in this process.[/dim]")
+    async with in_process(config, service, stub_class) as stub:
+        yield stub
+
+
+@contextlib.asynccontextmanager
+async def in_process(
+    config: Config, service: str, stub_class: Callable[[grpc.aio.Channel], Stub]
+) -> AsyncIterator[Stub]:
+    """A stub of `service` served by this process on a free loopback port, over the database `config` names,
+    whatever may be running elsewhere; the services it calls are the running ones, or are started here too. Each
+    server does what calls need and none of the background work of a service's own process (`one_command`)."""
+    db = await Database.open(config.settings)
     try:
-        yield InProcess(make_servicer(config, db))
+        async with contextlib.AsyncExitStack() as servers:
+            address = await _start(config, db, service, servers)
+            servers.push_async_callback(_calls_ended, STOP_GRACE_SECONDS)
+            async with open_channel(address, config.settings.token) as channel:
+                yield stub_class(channel)
     finally:
         await db.close()
+
+
+async def _calls_ended(within: float) -> None:
+    """Wait, up to `within` seconds, until no call is in flight on this process's servers. A call the command
+    cancelled (Ctrl-C) ends on the server only when its cleanup has run, such as a sync recording that it was
+    cancelled; stopping a server does not wait for that, and the database must not close under it."""
+    deadline = time.monotonic() + within
+    while _in_flight() and time.monotonic() < deadline:  # noqa: ASYNC110 - a metric: there is no event to wait on
+        await asyncio.sleep(0.05)
+
+
+def _in_flight() -> float:
+    """Calls being served in this process now, as the servers' observation counts them."""
+    return sum(sample.value for metric in RPC_IN_FLIGHT.collect() for sample in metric.samples)
+
+
+async def _start(config: Config, db: Database, service: str, servers: contextlib.AsyncExitStack) -> str:
+    """Start `service` here (after the services it calls that do not answer), each stopped when `servers` closes;
+    returns its address."""
+    settings = config.settings
+    called = {}
+    for name in SERVICES[service].calls:
+        target = settings.address_of(name)
+        called[f"{name}_address"] = target if await _serving(name, target) else await _start(config, db, name, servers)
+    if called:
+        config = dataclasses.replace(config, settings=settings.model_copy(update=called))
+    running = await SERVICES[service].server().create_server(f"{LOOPBACK}:0", ServiceDeps(config, db), one_command=True)
+    await running.start()
+    servers.push_async_callback(running.stop, STOP_GRACE_SECONDS)
+    return f"{LOOPBACK}:{running.port}"

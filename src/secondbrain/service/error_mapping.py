@@ -23,7 +23,6 @@ from secondbrain.errors import (
     ConfigError,
     FailedPrecondition,
     InvalidInput,
-    NotBuiltYet,
     NotFound,
     ResourceExhausted,
     SecondbrainError,
@@ -42,7 +41,6 @@ STATUS_OF: dict[type[SecondbrainError], grpc.StatusCode] = {
     ConfigError: grpc.StatusCode.FAILED_PRECONDITION,
     Unavailable: grpc.StatusCode.UNAVAILABLE,
     ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    NotBuiltYet: grpc.StatusCode.UNIMPLEMENTED,
 }
 
 

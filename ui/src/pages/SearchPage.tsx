@@ -3,10 +3,11 @@ import { useState } from "react";
 import { describeError, retrieve } from "../api";
 import { type NoteHit, SearchMode } from "../gen/secondbrain/retrieve/v1/retrieve_service_pb";
 
+// The arms in the CLI's words; the proto keeps names of its own (SEARCH_MODES in services/retrieve/servicer.py).
 const MODES: [SearchMode, string][] = [
-  [SearchMode.HYBRID, "Keyword and meaning"],
-  [SearchMode.KEYWORD, "Keyword"],
-  [SearchMode.SEMANTIC, "Meaning"],
+  [SearchMode.HYBRID, "Hybrid (lexical and vector)"],
+  [SearchMode.KEYWORD, "Lexical"],
+  [SearchMode.SEMANTIC, "Vector"],
 ];
 
 function list(text: string): string[] {
@@ -39,7 +40,7 @@ export function SearchPage() {
         filters: { folders: list(folders), tags: list(tags) },
       });
       setHits(reply.hits);
-      setNote(reply.vectorArmRan || mode === SearchMode.KEYWORD ? "" : `Meaning search did not run: ${reply.vectorArmSkippedReason}`);
+      setNote(reply.vectorArmRan || mode === SearchMode.KEYWORD ? "" : `Vector search did not run: ${reply.vectorArmSkippedReason}`);
     } catch (e) {
       setError(describeError(e));
     } finally {

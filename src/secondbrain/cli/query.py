@@ -1,0 +1,113 @@
+"""Asking the notes: `search` (notes), `retrieve` (the passages an answer would read) and `ask` (an answer)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from secondbrain.cli.app import config_with, run
+from secondbrain.retrieve.modes import MODES, Mode
+
+FolderOption = Annotated[
+    list[str] | None, typer.Option("--folder", help="Only notes under this folder (repeatable).", show_default=False)
+]
+TagOption = Annotated[
+    list[str] | None,
+    typer.Option("--tag", help="Only notes with this tag or a child of it (repeatable).", show_default=False),
+]
+AddressOption = Annotated[
+    str | None, typer.Option(help="host:port of a retrieve service to use; default the configured one.")
+]
+
+# What `search --mode` called the lexical and vector arms before they had one name everywhere: still accepted, so
+# old scripts keep working, and no longer shown.
+FORMER_SEARCH_MODES: dict[str, Mode] = {"keyword": "lexical", "semantic": "vector"}
+
+
+def search_mode(word: str) -> Mode:
+    """The arms `search --mode WORD` runs."""
+    mode = FORMER_SEARCH_MODES.get(word, word)
+    if mode not in MODES:
+        raise ValueError(f"{word!r} is not one of {', '.join(map(repr, MODES))}.")
+    return mode  # type: ignore[return-value]
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    mode: Annotated[
+        Mode, typer.Option(parser=search_mode, help="lexical: every word must match; vector: by meaning.")
+    ] = "hybrid",
+    folder: FolderOption = None,
+    tag: TagOption = None,
+    limit: Annotated[int, typer.Option(help="Most notes to list.", min=1, max=100)] = 10,
+    address: AddressOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the ranked notes as JSON.")] = False,
+) -> None:
+    """Find notes: lexical (every word, "phrases", -exclusions, and substrings of titles and text), vector (by meaning),
+    or both fused (the default). Prints each note with a snippet."""
+    from secondbrain.retrieve.commands import run_search
+
+    run(
+        run_search(
+            config_with(),
+            query,
+            mode=mode,
+            folders=folder or [],
+            tags=tag or [],
+            limit=limit,
+            address=address,
+            as_json=as_json,
+        )
+    )
+
+
+def retrieve(
+    question: Annotated[str, typer.Argument(help="A question about your notes.")],
+    passages: Annotated[int, typer.Option(help="Passages to return (0: the configured default).", min=0, max=50)] = 0,
+    mode: Annotated[Mode, typer.Option(help="Which arms run.")] = "hybrid",
+    folder: FolderOption = None,
+    tag: TagOption = None,
+    condense: Annotated[bool, typer.Option(help="Let an LLM add alternate phrasings of a broad question.")] = True,
+    rerank: Annotated[
+        bool | None,
+        typer.Option("--rerank/--no-rerank", help="Rerank with the configured reranker.", show_default=False),
+    ] = None,
+    address: AddressOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan, ranked notes and passages as JSON.")] = False,
+) -> None:
+    """Show the numbered passages a chat answer would read for QUESTION, with where each comes from."""
+    from secondbrain.retrieve.commands import run_retrieve
+
+    run(
+        run_retrieve(
+            config_with(),
+            question,
+            mode=mode,
+            folders=folder or [],
+            tags=tag or [],
+            passages=passages,
+            condense=condense,
+            rerank=rerank,
+            address=address,
+            as_json=as_json,
+        )
+    )
+
+
+def ask(
+    question: Annotated[str, typer.Argument(help="A question about your notes.")],
+    conversation: Annotated[
+        str | None, typer.Option(help="Continue this conversation (its id); default a new one.", show_default=False)
+    ] = None,
+    address: Annotated[str | None, typer.Option(help="host:port of a chat service to use.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print each event (sources, delta, done) as JSON.")] = False,
+) -> None:
+    """Ask a question: the answer streams in as it is written, citing passages [n] listed under it.
+
+    Uses the configured chat provider (see `secondbrain --help`); with no API key set, the extractive provider
+    quotes the best-matching sentences of your notes instead.
+    """
+    from secondbrain.chat.commands import run_ask
+
+    raise typer.Exit(run(run_ask(config_with(), question, conversation=conversation, address=address, as_json=as_json)))

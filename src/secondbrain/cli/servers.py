@@ -1,0 +1,135 @@
+"""Running the system: `serve` (one server), `up` (all of them, supervised), `gateway-config`, `health`."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from secondbrain.cli.app import VaultOption, config_with, errors_as_messages, run
+
+
+class Service(StrEnum):
+    ingest = "ingest"
+    retrieve = "retrieve"
+    chat = "chat"
+
+
+class Server(StrEnum):
+    ingest = "ingest"
+    retrieve = "retrieve"
+    chat = "chat"
+    shim = "shim"
+    envoy = "envoy"
+
+
+def serve(
+    service: Annotated[Server, typer.Argument(help="Which server to run.")],
+    port: Annotated[
+        int | None,
+        typer.Option(
+            help="Port to listen on (0: any free port); default from SECONDBRAIN_<SERVICE>_PORT "
+            "(SECONDBRAIN_GATEWAY_PORT for envoy)."
+        ),
+    ] = None,
+    host: Annotated[str | None, typer.Option(help="Address to bind; default SECONDBRAIN_HOST (127.0.0.1).")] = None,
+    vault: VaultOption = None,
+) -> None:
+    """Run one server until SIGTERM or Ctrl-C.
+
+    ingest, retrieve and chat are gRPC services: each uses DATABASE_URL, or starts (or joins) the embedded
+    PostgreSQL when that is unset, applies pending migrations, and answers the gRPC health check once ready.
+    shim is the REST + server-sent events API; envoy is the gateway a browser talks to (grpc-web, /api/ and the
+    web UI), in front of the others at their configured addresses.
+    """
+    if service is Server.envoy:
+        from secondbrain.gateway.server import main_envoy
+
+        with errors_as_messages():
+            main_envoy(config_with(host=host, vault=vault), port)
+        return
+
+    async def go() -> None:
+        config = config_with(host=host, vault=vault)
+        if service is Server.shim:
+            from secondbrain.gateway.server import main_shim
+
+            await main_shim(config, port)
+            return
+        from secondbrain.service.registry import SERVICES
+
+        await SERVICES[service.value].server().main(config, port)
+
+    run(go())
+
+
+def gateway_config(
+    kubernetes: Annotated[
+        bool, typer.Option("--kubernetes", help="Upstreams by Kubernetes service name, listening on every interface.")
+    ] = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file instead of printing.", show_default=False)
+    ] = None,
+) -> None:
+    """Render Envoy's configuration from the gateway template and check it with Envoy itself.
+
+    Without --kubernetes it points at the services on this machine (their configured ports), as `secondbrain up`
+    runs it. CORS origins come from SECONDBRAIN_CORS_ORIGINS.
+    """
+    import tempfile
+
+    from secondbrain.gateway.envoy import validate
+    from secondbrain.gateway.envoy_config import kubernetes_layout, local_layout, render
+
+    with errors_as_messages():
+        settings = config_with().settings
+        text = render(kubernetes_layout(settings) if kubernetes else local_layout(settings))
+        with tempfile.TemporaryDirectory() as directory:
+            checked = Path(directory) / "envoy.yaml"
+            checked.write_text(text, encoding="utf-8")
+            validate(checked)
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {output} (Envoy accepts it)", err=True)
+
+
+def up(vault: VaultOption = None) -> None:
+    """Run the whole system, supervised, until Ctrl-C.
+
+    Prepares the database first, starts ingest, retrieve and chat, then the REST shim and Envoy, waits until each
+    is ready, and prints their addresses: open the gateway's in a browser. If one of them dies, everything stops
+    and the message says which.
+    """
+    from secondbrain import supervisor
+
+    code = run(supervisor.run(config_with(vault=vault)))
+    raise typer.Exit(code)
+
+
+def health(
+    service: Annotated[Service | None, typer.Argument(help="Check one service; default all three.")] = None,
+    address: Annotated[str | None, typer.Option(help="host:port to check instead of the configured address.")] = None,
+) -> None:
+    """Ask running services whether they are serving (the standard gRPC health check).
+
+    Exits 0 only when every service checked reports SERVING.
+    """
+    from secondbrain.service.health_client import check_health
+
+    async def go() -> bool:
+        settings = config_with().settings
+        names = [service] if service else list(Service)
+        healthy = True
+        for name in names:
+            target = address or settings.address_of(name.value)
+            status = await check_health(target)
+            typer.echo(f"{name.value:<9} {target:<22} {status}")
+            healthy = healthy and status == "SERVING"
+        return healthy
+
+    if not run(go()):
+        raise typer.Exit(1)
