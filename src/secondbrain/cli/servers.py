@@ -104,7 +104,7 @@ def up(vault: VaultOption = None) -> None:
     is ready, and prints their addresses: open the gateway's in a browser. If one of them dies, everything stops
     and the message says which.
     """
-    from secondbrain import supervisor
+    from secondbrain.cli import supervisor
 
     code = run(supervisor.run(config_with(vault=vault)))
     raise typer.Exit(code)

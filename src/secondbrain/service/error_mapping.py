@@ -28,7 +28,7 @@ from secondbrain.errors import (
     SecondbrainError,
     Unavailable,
 )
-from secondbrain.service.handlers import with_behaviour
+from secondbrain.service.handlers import HandlerInterceptor, with_behaviour
 from secondbrain.service.limits import describe, request_limit
 from secondbrain.service.request_text import nul_field
 
@@ -146,16 +146,9 @@ def _wrap_stream(behavior: Callable[..., AsyncIterator[Any]], method: str) -> Ca
     return handler
 
 
-class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        method = handler_call_details.method
+class ErrorMappingInterceptor(HandlerInterceptor):
+    def wrap(self, handler: grpc.RpcMethodHandler, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        method = details.method
         if handler.request_streaming:
             # Reflection's bidi stream (no API call streams its requests): its own codecs and errors.
             return handler

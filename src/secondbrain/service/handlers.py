@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -51,3 +51,19 @@ def without_reading(handler: grpc.RpcMethodHandler, *, unary: Behaviour, stream:
     if handler.unary_stream is not None or handler.stream_stream is not None:
         return grpc.stream_stream_rpc_method_handler(stream, **codecs)
     return grpc.stream_unary_rpc_method_handler(unary, **codecs)
+
+
+class HandlerInterceptor(grpc.aio.ServerInterceptor):
+    """A server interceptor that only replaces the handler a call resolves to: `wrap` gets the handler (never None:
+    an unknown method is left to gRPC's own UNIMPLEMENTED) and the call's details, and returns the handler to run."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        return handler if handler is None else self.wrap(handler, handler_call_details)
+
+    def wrap(self, handler: grpc.RpcMethodHandler, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        raise NotImplementedError

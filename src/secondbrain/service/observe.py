@@ -24,7 +24,7 @@ from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 from secondbrain.jsonlog import request_id
 from secondbrain.service.auth import REQUEST_ID_HEADER
-from secondbrain.service.handlers import with_behaviour
+from secondbrain.service.handlers import HandlerInterceptor, with_behaviour
 from secondbrain.service.tracing import start_server_span
 
 log = logging.getLogger(__name__)
@@ -149,15 +149,10 @@ def _observe_stream(behavior: Callable[..., AsyncIterator[Any]], method: str) ->
     return handler
 
 
-class ObserveInterceptor(grpc.aio.ServerInterceptor):
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        method = handler_call_details.method
-        if handler is None or method.startswith("/grpc."):  # health checks and reflection: noise
+class ObserveInterceptor(HandlerInterceptor):
+    def wrap(self, handler: grpc.RpcMethodHandler, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        method = details.method
+        if method.startswith("/grpc."):  # health checks and reflection: noise
             return handler
         return with_behaviour(
             handler,
