@@ -146,3 +146,9 @@ def _tokens(text: str) -> list[str]:
 def _txtai_safe(text: str) -> str:
     # txtai reads a query that starts with SELECT as SQL; a question never means that.
     return text if not text.lstrip().lower().startswith("select ") else f"'{text}'"
+
+
+PEERS: dict[str, tuple[type[ScriptPeer] | type[TxtaiPeer], str]] = {
+    "script": (ScriptPeer, "rank_bm25 and MiniLM over 200-word windows, rolled up to notes, RRF (k = 60)"),
+    "txtai": (TxtaiPeer, "txtai hybrid search at its defaults over 1024-token windows, rolled up to notes"),
+}

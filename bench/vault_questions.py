@@ -1,17 +1,23 @@
-"""Retrieval quality on vaults' own questions: the demo vault (demo/vault/.secondbrain/eval.jsonl) and the Obsidian
-Help vault (../shared/data/vaults/obsidian-help, with tests/data/obsidian-help-eval.jsonl), per arm and kind, written
-to docs/benchmarks.md. Local default embedder; no LLM, no reranker. Uses its own data directory per vault."""
+"""Retrieval quality on vaults' own questions: the demo vault (demo/vault/.secondbrain/eval.jsonl), Obsidian Help
+(../shared/data/vaults/obsidian-help, with tests/data/obsidian-help-eval.jsonl) and Rust by Example
+(../shared/data/vaults/rust-by-example, with tests/data/rust-by-example-eval.jsonl), per arm and kind, beside the peer
+pipelines of bench/peers.py scored by the same code, written to docs/benchmarks.md. Local default embedder; no LLM,
+no reranker. Uses its own data directory per vault."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 
+from bench.peers import PEERS, with_history
 from bench.report import table, write_section
 from secondbrain.cli.eval_services import run_eval
 from secondbrain.config import load_config
-from secondbrain.evaluation.run import Report
+from secondbrain.evaluation.questions import QuestionSet, load_qa
+from secondbrain.evaluation.ranking import DEPTH
+from secondbrain.evaluation.run import ArmResult, Report, score_arm
 
 ROOT = Path(__file__).resolve().parents[1]
 VAULTS = [
@@ -20,6 +26,11 @@ VAULTS = [
         "Obsidian Help",
         ROOT.parent / "shared" / "data" / "vaults" / "obsidian-help",
         ROOT / "tests" / "data" / "obsidian-help-eval.jsonl",
+    ),
+    (
+        "Rust by Example",
+        ROOT.parent / "shared" / "data" / "vaults" / "rust-by-example",
+        ROOT / "tests" / "data" / "rust-by-example-eval.jsonl",
     ),
 ]
 DATA_DIR = Path.home() / ".cache" / "secondbrain-bench"
@@ -41,10 +52,41 @@ async def measure(name: str, vault: Path, questions: Path) -> Report:
     )
 
 
+def peer_arms(vault: Path, questions: QuestionSet) -> list[ArmResult]:
+    """Each peer pipeline, as typed and with the earlier user turns in front of a follow-up, scored like our arms."""
+    results = []
+    for name, (make, description) in PEERS.items():
+        peer = make(vault)
+        for history in (False, True):
+            started = time.perf_counter()
+            rankings = {q.id: peer.rank(with_history(q) if history else q.text, DEPTH) for q in questions.questions}
+            label = f"peer: {name}" + (" + history" if history else "")
+            text = description + (", follow-ups with the earlier user turns prepended" if history else "")
+            results.append(score_arm(label, text, questions.questions, rankings, time.perf_counter() - started))
+    return results
+
+
+def margin(report: Report) -> str:
+    """How far hybrid is ahead of the best peer arm and of our best single arm (issue 19's bar: 0.03 and 0)."""
+    ndcg = {arm.name: arm.overall["ndcg@10"] for arm in report.arms if not arm.unavailable}
+    peers = {name: value for name, value in ndcg.items() if name.startswith("peer:")}
+    best_peer = max(peers, key=peers.__getitem__)
+    best_single = max(("lexical", "vector"), key=ndcg.__getitem__)
+    return (
+        f"hybrid nDCG@10 {ndcg['hybrid']:.3f}: {ndcg['hybrid'] - peers[best_peer]:+.3f} against the best peer arm "
+        f"({best_peer}, {peers[best_peer]:.3f}), {ndcg['hybrid'] - ndcg[best_single]:+.3f} against our best single "
+        f"arm ({best_single}, {ndcg[best_single]:.3f})."
+    )
+
+
 async def main() -> None:
     parts = [
         "Each vault's own questions (`expected` notes, the first the best), ranked per arm, scored with "
-        "ir-measures. Recall@5 / MRR@10 per kind of question; `Missed` lists what hybrid did not rank in its top five.",
+        "ir-measures. Recall@5 / MRR@10 per kind of question; `Missed by hybrid` lists what hybrid did not rank in "
+        "its top five. "
+        "The `peer:` rows are bench/peers.py: simple pipelines a user could script (BM25 + MiniLM over word windows "
+        "fused by RRF; txtai's hybrid search at its defaults), over the vault's files, each also with a follow-up's "
+        "earlier user turns prepended.",
         "",
     ]
     for name, vault, questions in VAULTS:
@@ -52,6 +94,7 @@ async def main() -> None:
             parts.append(f"{name}: skipped, {vault} is not here.")
             continue
         report = await measure(name, vault, questions)
+        report.arms += peer_arms(vault, load_qa(questions))
         kinds = list(report.kinds)
         rows = []
         for arm in report.arms:
@@ -65,7 +108,16 @@ async def main() -> None:
         header = ["arm", "ndcg@10", "recall@5", "mrr@10", *(f"{k} ({report.kinds[k]})" for k in kinds)]
         hybrid = next(arm for arm in report.arms if arm.name == "hybrid")
         missed = "; ".join(f"{m.id} ({m.question})" for m in hybrid.misses) or "none"
-        parts += [f"**{name}**: {report.questions} questions.", "", table(header, rows), "", f"Missed: {missed}.", ""]
+        parts += [
+            f"**{name}**: {report.questions} questions.",
+            "",
+            table(header, rows),
+            "",
+            margin(report),
+            "",
+            f"Missed by hybrid: {missed}.",
+            "",
+        ]
     write_section("vault-questions", "Retrieval quality: vaults' own questions", "\n".join(parts))
 
 

@@ -63,13 +63,9 @@ async def evaluate(ranker: ChunkRanker, questions: QuestionSet, arm_names: Seque
         for path in q.relevant
         if path not in known
     ]
-    kinds: dict[str, list[str]] = {}
-    for question in questions.questions:
-        kinds.setdefault(question.kind, []).append(question.id)
     results = []
     for name in arm_names:
         arm = ARMS[name]
-        result = ArmResult(name, arm.description)
         started = time.perf_counter()
         rankings: dict[str, list[str]] = {}
         try:
@@ -77,23 +73,35 @@ async def evaluate(ranker: ChunkRanker, questions: QuestionSet, arm_names: Seque
                 progress(name, done, len(questions.questions))
                 rankings[question.id] = await rank_notes(ranker, question, arm)
         except ArmUnavailable as error:
-            result.unavailable = str(error)
-            results.append(result)
+            results.append(ArmResult(name, arm.description, unavailable=str(error)))
             continue
         progress(name, len(questions.questions), len(questions.questions))
-        result.seconds = time.perf_counter() - started
-        values = metrics.per_question(questions.questions, rankings)
-        result.overall = metrics.mean(values, [q.id for q in questions.questions])
-        result.per_kind = {kind: metrics.mean(values, ids) for kind, ids in sorted(kinds.items())}
-        result.misses = [_miss(q, rankings[q.id]) for q in questions.questions if metrics.missed(q, rankings[q.id])]
-        results.append(result)
-    return Report(
-        questions.name,
-        len(questions.questions),
-        {kind: len(ids) for kind, ids in sorted(kinds.items())},
-        results,
-        notes,
+        results.append(score_arm(name, arm.description, questions.questions, rankings, time.perf_counter() - started))
+    kinds = _kinds(questions.questions)
+    return Report(questions.name, len(questions.questions), {k: len(ids) for k, ids in kinds.items()}, results, notes)
+
+
+def score_arm(
+    name: str, description: str, questions: Sequence[Question], rankings: dict[str, list[str]], seconds: float
+) -> ArmResult:
+    """One arm's rankings of every question, scored overall and per kind of question, with what it missed. Any
+    ranker's note rankings are scored here (the benchmarks' peer pipelines too), so every row is measured alike."""
+    values = metrics.per_question(questions, rankings)
+    return ArmResult(
+        name,
+        description,
+        overall=metrics.mean(values, [q.id for q in questions]),
+        per_kind={kind: metrics.mean(values, ids) for kind, ids in _kinds(questions).items()},
+        misses=[_miss(q, rankings[q.id]) for q in questions if metrics.missed(q, rankings[q.id])],
+        seconds=seconds,
     )
+
+
+def _kinds(questions: Sequence[Question]) -> dict[str, list[str]]:
+    kinds: dict[str, list[str]] = {}
+    for question in questions:
+        kinds.setdefault(question.kind, []).append(question.id)
+    return dict(sorted(kinds.items()))
 
 
 def _miss(question: Question, ranked: list[str]) -> Miss:
