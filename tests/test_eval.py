@@ -32,7 +32,6 @@ def write_lines(path: Path, *lines: object) -> Path:
         ("{not json", "2: not valid JSON"),
         ({"id": "a", "question": "q?", "expected": []}, "'expected' must be a non-empty list"),
         ({"id": "a", "question": "", "expected": ["A.md"]}, "'question' must be a non-empty string"),
-        ({"id": "a", "question": "q?", "expected": ["A.md"], "colour": 1}, "unknown key 'colour'"),
         ({"id": "q1", "question": "again?", "expected": ["A.md"]}, "the id 'q1' is used twice"),
         ({"id": "a", "question": "q?", "expected": ["A.md"], "history": [{"role": "bot"}]}, "'history' entry"),
     ],
@@ -41,6 +40,18 @@ def test_a_bad_question_file_names_the_line_and_the_problem(tmp_path: Path, line
     path = write_lines(tmp_path / "eval.jsonl", {"id": "q1", "question": "Fine?", "expected": ["A.md"]}, line)
     with pytest.raises(InvalidInput, match=says):
         load_qa(path)
+
+
+def test_fields_the_evaluation_does_not_read_are_ignored_and_counted(tmp_path: Path) -> None:
+    # An annotated question file (hints for people, notes on why) must run as it is.
+    path = write_lines(
+        tmp_path / "eval.jsonl",
+        {"id": "q1", "question": "Which?", "expected": ["A.md"], "answer_hint": "the first", "notes": "x"},
+        {"id": "q2", "question": "And?", "expected": ["B.md"], "answer_hint": "the second"},
+    )
+    loaded = load_qa(path)
+    assert [q.id for q in loaded.questions] == ["q1", "q2"]
+    assert loaded.ignored == {"answer_hint": 2, "notes": 1}
 
 
 def test_the_first_expected_note_is_the_best(tmp_path: Path) -> None:
@@ -133,6 +144,25 @@ def test_the_demo_vaults_questions_stay_above_their_measured_recall(database_url
     for arm, floor in FLOOR.items():
         assert report["arms"][arm]["recall@5"] >= floor, (arm, report["arms"][arm], report["misses"][arm])
     assert set(report["per_kind"]["hybrid"]) == set(report["kinds"])
+
+
+@pytest.mark.slow
+def test_an_annotated_question_file_runs_and_says_once_what_it_ignored(database_url: str, tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Tomatoes.md").write_text("# Tomatoes\n\nWater the tomatoes every morning in July.\n")
+    (vault / "Kitchen.md").write_text("# Kitchen\n\nThe worktop is a pale grey quartz composite.\n")
+    qa = write_lines(
+        tmp_path / "annotated.jsonl",
+        {"id": "a", "question": "when do I water tomatoes", "expected": ["Tomatoes.md"], "answer_hint": "mornings"},
+        {"id": "b", "question": "what is the worktop made of", "expected": ["Kitchen.md"], "answer_hint": "quartz"},
+    )
+    env = _env(database_url, tmp_path)
+    result = secondbrain("eval", "--vault", str(vault), "--qa", str(qa), "--arm", "lexical", env=env, timeout=600)
+    assert result.returncode == 0, result.stderr
+    said = result.stdout + result.stderr
+    assert said.count("answer_hint") == 1, said
+    assert "ignored fields the evaluation does not use: 'answer_hint' (on 2 of the lines)" in " ".join(said.split())
 
 
 def test_a_missing_question_file_says_how_to_write_one(tmp_path: Path) -> None:

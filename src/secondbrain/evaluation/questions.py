@@ -10,6 +10,8 @@ from pathlib import Path
 from secondbrain.errors import InvalidInput
 from secondbrain.llm import ChatMessage
 
+# The keys of a question line the evaluation reads.
+QUESTION_KEYS = frozenset({"id", "question", "expected", "history", "kind"})
 # Where a vault keeps its questions unless --qa names another file.
 DEFAULT_QA_FILE = Path(".secondbrain") / "eval.jsonl"
 
@@ -30,11 +32,14 @@ class Question:
 class QuestionSet:
     name: str
     questions: list[Question] = field(default_factory=list)
+    # Keys of the question file the evaluation does not read (an annotated file's `answer_hint`, `notes`, ...), with
+    # how many lines had each: ignored, and reported once.
+    ignored: dict[str, int] = field(default_factory=dict)
 
 
 def load_qa(path: Path) -> QuestionSet:
     """Read a question file: one JSON object per line, `{"id", "question", "expected": [paths], "history"?,
-    "kind"?}`. Every problem names its line."""
+    "kind"?}`; other keys are ignored (and counted in `ignored`). Every problem names its line."""
     if not path.is_file():
         raise InvalidInput(
             f"no question file at {path}: write one JSON object per line, such as "
@@ -42,6 +47,7 @@ def load_qa(path: Path) -> QuestionSet:
         )
     questions: list[Question] = []
     seen: set[str] = set()
+    ignored: dict[str, int] = {}
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("//"):
             continue
@@ -51,17 +57,16 @@ def load_qa(path: Path) -> QuestionSet:
         except json.JSONDecodeError as error:
             raise InvalidInput(f"{where}: not valid JSON ({error.msg})") from None
         questions.append(_question(raw, where, seen))
+        for key in set(raw) - QUESTION_KEYS:
+            ignored[key] = ignored.get(key, 0) + 1
     if not questions:
         raise InvalidInput(f"{path} has no questions")
-    return QuestionSet(path.name, questions)
+    return QuestionSet(path.name, questions, dict(sorted(ignored.items())))
 
 
 def _question(raw: object, where: str, seen: set[str]) -> Question:
     if not isinstance(raw, dict):
         raise InvalidInput(f"{where}: each line must be a JSON object")
-    unknown = set(raw) - {"id", "question", "expected", "history", "kind"}
-    if unknown:
-        raise InvalidInput(f"{where}: unknown key {sorted(unknown)[0]!r}")
     qid, text, expected = raw.get("id"), raw.get("question"), raw.get("expected")
     if not isinstance(qid, str) or not qid:
         raise InvalidInput(f"{where}: 'id' must be a non-empty string")

@@ -63,6 +63,9 @@ async def evaluate(ranker: ChunkRanker, questions: QuestionSet, arm_names: Seque
         for path in q.relevant
         if path not in known
     ]
+    if questions.ignored:
+        fields = ", ".join(f"{key!r} (on {count} of the lines)" for key, count in questions.ignored.items())
+        notes.insert(0, f"ignored fields the evaluation does not use: {fields}")
     results = []
     for name in arm_names:
         arm = ARMS[name]
