@@ -29,7 +29,7 @@ MODES: dict[common.RetrievalMode.ValueType, Mode] = {
 MODE_VALUES = {"hybrid": common.RETRIEVAL_MODE_HYBRID, "lexical": common.RETRIEVAL_MODE_LEXICAL,
                "vector": common.RETRIEVAL_MODE_VECTOR}  # fmt: skip
 KINDS = {"original": common.QUERY_KIND_ORIGINAL, "condensed": common.QUERY_KIND_CONDENSED,
-         "alternate": common.QUERY_KIND_ALTERNATE}  # fmt: skip
+         "alternate": common.QUERY_KIND_ALTERNATE, "with_history": common.QUERY_KIND_WITH_HISTORY}  # fmt: skip
 # Where the proto's words meet ours. The Search RPC keeps its enum's names (renaming them would break clients):
 # SEARCH_MODE_KEYWORD is the lexical arm, SEARCH_MODE_SEMANTIC the vector arm (secondbrain.retrieve.modes).
 SEARCH_MODES: dict[pb.SearchMode.ValueType, Mode] = {

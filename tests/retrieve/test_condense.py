@@ -22,6 +22,7 @@ from secondbrain.llm import ChatMessage, ProviderCatalog
 from secondbrain.llm.tokens import count_tokens
 from secondbrain.providers import RetryPolicy
 from secondbrain.retrieve.condense import (
+    HISTORY_FALLBACK_NOTE,
     MAX_ALTERNATES,
     Condensed,
     Condenser,
@@ -40,6 +41,13 @@ HISTORY = [
     ChatMessage("assistant", "You built an HNSW index with m = 16 and ef_construction = 64 [1]."),
 ]
 FOLLOW_UP = "why those parameters?"
+# With no model to rewrite it, a follow-up is searched as typed and after the turns before it, fused.
+JOINED = PlannedQuery(
+    "How did I set up the pgvector index for the notes table? You built an HNSW index with m = 16 and "
+    "ef_construction = 64 [1]. why those parameters?",
+    "with_history",
+)
+WITHOUT_MODEL = [PlannedQuery(FOLLOW_UP, "original"), JOINED]
 
 
 def answer(query: str, alternates: list[str] | None = None, *, delay: float = 0.0) -> Reply:
@@ -226,15 +234,15 @@ async def test_a_malformed_reply_falls_back_to_the_message(
 ) -> None:
     server.script.push(Reply(deltas=[reply]))
     result = await condenser.condense(FOLLOW_UP, HISTORY)
-    assert result.queries == [PlannedQuery(FOLLOW_UP, "original")]
+    assert result.queries == WITHOUT_MODEL
     assert result.skipped_reason.startswith("the condense call failed: ")
-    assert reason in result.skipped_reason
+    assert reason in result.skipped_reason and result.skipped_reason.endswith(HISTORY_FALLBACK_NOTE)
 
 
 async def test_a_failing_provider_falls_back_to_the_message(server: OpenAIServer, condenser: Condenser) -> None:
     server.script.default = Reply(status=500, error_message="upstream exploded")
     result = await condenser.condense(FOLLOW_UP, HISTORY)
-    assert result.queries == [PlannedQuery(FOLLOW_UP, "original")]
+    assert result.queries == WITHOUT_MODEL
     assert result.skipped_reason.startswith("the condense call failed: OpenAI is failing or overloaded (500")
     assert len(server.requests) == FAST_RETRY.attempts
     assert SECRET not in result.skipped_reason
@@ -248,7 +256,7 @@ async def test_a_slow_reply_times_out_and_the_request_is_closed(server: OpenAISe
     result = await condenser.condense(FOLLOW_UP, HISTORY)
     # Not a speed claim: only that it did not wait for the server's minute.
     assert time.monotonic() - started < 30
-    assert result == Condensed([PlannedQuery(FOLLOW_UP, "original")], "the condense call took longer than 0.3 s")
+    assert result == Condensed(WITHOUT_MODEL, f"the condense call took longer than 0.3 s; {HISTORY_FALLBACK_NOTE}")
     for _ in range(40):
         if server.disconnects == 1:
             break
@@ -276,7 +284,7 @@ async def test_with_only_the_extractive_provider_the_reason_names_the_variables(
     condenser = create_condenser(config(), {})
     assert condenser.provider is None
     result = await condenser.condense(FOLLOW_UP, HISTORY)
-    assert result.queries == [PlannedQuery(FOLLOW_UP, "original")]
+    assert result.queries == WITHOUT_MODEL
     assert result.skipped_reason.startswith("no language model is available (set ")
     for variable in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OLLAMA_URL"):
         assert variable in result.skipped_reason
@@ -287,7 +295,26 @@ async def test_with_only_the_extractive_provider_the_reason_names_the_variables(
 
 async def test_without_a_provider_a_condenser_says_so() -> None:
     result = await Condenser(None, None).condense(FOLLOW_UP, HISTORY)
-    assert result == Condensed([PlannedQuery(FOLLOW_UP, "original")], "no language model is available")
+    assert result == Condensed(WITHOUT_MODEL, f"no language model is available; {HISTORY_FALLBACK_NOTE}")
+
+
+async def test_without_a_model_a_follow_up_is_joined_with_its_last_exchanges_and_long_answers_are_cut() -> None:
+    long_answer = "You chose " + "quartz " * 500
+    history = [
+        ChatMessage("user", "first question about tiles"),
+        ChatMessage("assistant", "an answer"),
+        ChatMessage("user", "What did I choose for the kitchen worktop?"),
+        ChatMessage("assistant", long_answer),
+    ]
+    result = await Condenser(None, None).condense("and its colour?", history)
+    original, joined = result.queries
+    assert original == PlannedQuery("and its colour?", "original") and joined.kind == "with_history"
+    assert joined.text.startswith("first question about tiles an answer What did I choose")
+    assert joined.text.endswith("… and its colour?")
+    assert joined.text.count("quartz") < 100, "a long answer is cut to its opening"
+    # A broad first message (no turns before it) has nothing to join: it is searched as typed.
+    first = await Condenser(None, None).condense("kitchen", [])
+    assert first.queries == [PlannedQuery("kitchen", "original")]
 
 
 async def test_create_condenser_uses_the_chat_default_and_the_configured_timeout(server: OpenAIServer) -> None:
@@ -313,7 +340,9 @@ async def test_create_condenser_honours_the_condense_provider_and_model(server: 
 async def test_a_condense_provider_without_its_key_explains_instead_of_failing() -> None:
     condenser = create_condenser(config(condense_provider="anthropic"), {})
     result = await condenser.condense(FOLLOW_UP, HISTORY)
-    assert result.skipped_reason == "the condense provider Anthropic is not available (set ANTHROPIC_API_KEY)"
+    assert result.skipped_reason == (
+        f"the condense provider Anthropic is not available (set ANTHROPIC_API_KEY); {HISTORY_FALLBACK_NOTE}"
+    )
 
 
 @pytest.mark.parametrize(

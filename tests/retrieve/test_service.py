@@ -87,10 +87,42 @@ async def test_condensing_a_follow_up_and_its_fallback(stack: Stack) -> None:
     assert plan.condense_skipped_reason == ""
     assert passages[0].note_path == "Zeppelin.md"
 
+    # A reply that is not the JSON asked for: the follow-up is searched as typed and after the turns before it.
     stack.llm.script.push(Reply(deltas=["I would rather not."]))
     plan, _ = await stack.retrieve("and why?", history=history)
-    assert [(q.text, q.kind) for q in plan.queries] == [("and why?", common.QUERY_KIND_ORIGINAL)]
-    assert plan.condense_skipped_reason
+    assert [(q.text, q.kind) for q in plan.queries] == [
+        ("and why?", common.QUERY_KIND_ORIGINAL),
+        (
+            "What did we decide about the hangar? You chose the zeppelin hangar [1]. and why?",
+            common.QUERY_KIND_WITH_HISTORY,
+        ),
+    ]
+    assert "the condense call failed" in plan.condense_skipped_reason
+    assert "together with the turns before it" in plan.condense_skipped_reason
+
+
+async def test_with_no_model_a_follow_up_finds_the_note_its_conversation_names(stack: Stack) -> None:
+    # "What colour did we pick?" alone is about the fence; the conversation says it is about the worktop.
+    notes = {
+        "Garden fence.md": "The fence is green; we pick its colour again each spring.",
+        "Kitchen worktop.md": "We chose a quartz composite for the kitchen worktop, in a pale grey colour.",
+        "Worktop supplier.md": "The supplier delivered the quartz composite slabs for the kitchen worktop.",
+        "Kitchen tiles.md": "The kitchen wall tiles are white metro tiles.",
+    }
+    for path, text in notes.items():
+        stack.write(path, f"# {path[:-3]}\n\n{text}\n")
+    await stack.ingest()
+    await stack.configure(retrieve={"condense_provider": "extractive"})
+    history = [
+        common.HistoryMessage(role=common.MESSAGE_ROLE_USER, content="What did we choose for the kitchen worktop?"),
+        common.HistoryMessage(role=common.MESSAGE_ROLE_ASSISTANT, content="Quartz composite [1]."),
+    ]
+    _, as_typed = await stack.retrieve("What colour did we pick?")
+    assert as_typed[0].note_path == "Garden fence.md"
+    plan, passages = await stack.retrieve("What colour did we pick?", history=history)
+    assert [q.kind for q in plan.queries] == [common.QUERY_KIND_ORIGINAL, common.QUERY_KIND_WITH_HISTORY]
+    assert "together with the turns before it" in plan.condense_skipped_reason
+    assert passages[0].note_path == "Kitchen worktop.md"
 
 
 async def test_alternates_are_fused_across_queries(stack: Stack) -> None:

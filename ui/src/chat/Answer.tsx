@@ -53,6 +53,7 @@ const KIND_NAMES: Record<number, string> = {
   [QueryKind.ORIGINAL]: "as asked",
   [QueryKind.CONDENSED]: "standalone",
   [QueryKind.ALTERNATE]: "alternate",
+  [QueryKind.WITH_HISTORY]: "with the conversation",
 };
 
 function RetrievalDetails({ sources }: { sources: RetrievalResult }) {

@@ -65,6 +65,8 @@ class _QueryKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_QueryKind.V
     """The message rewritten into a standalone query against the conversation."""
     QUERY_KIND_ALTERNATE: _QueryKind.ValueType  # 3
     """An alternate phrasing of a broad question."""
+    QUERY_KIND_WITH_HISTORY: _QueryKind.ValueType  # 4
+    """The message after the conversation's last turns: a follow-up searched with no language model to rewrite it."""
 
 class QueryKind(_QueryKind, metaclass=_QueryKindEnumTypeWrapper):
     """The origin of one query that retrieval ran."""
@@ -77,6 +79,8 @@ QUERY_KIND_CONDENSED: QueryKind.ValueType  # 2
 """The message rewritten into a standalone query against the conversation."""
 QUERY_KIND_ALTERNATE: QueryKind.ValueType  # 3
 """An alternate phrasing of a broad question."""
+QUERY_KIND_WITH_HISTORY: QueryKind.ValueType  # 4
+"""The message after the conversation's last turns: a follow-up searched with no language model to rewrite it."""
 Global___QueryKind: _TypeAlias = QueryKind  # noqa: Y015
 
 class _MessageRole:
