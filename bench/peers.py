@@ -14,6 +14,7 @@ they live in bench/, not in the product.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,9 @@ from typing import Protocol
 
 import numpy as np
 
-from secondbrain.evaluation.questions import Question
+from secondbrain.evaluation.questions import Question, QuestionSet
+from secondbrain.evaluation.ranking import DEPTH
+from secondbrain.evaluation.run import ArmResult, score_arm
 
 RRF_K = 60
 WINDOW_WORDS = 200
@@ -152,3 +155,19 @@ PEERS: dict[str, tuple[type[ScriptPeer] | type[TxtaiPeer], str]] = {
     "script": (ScriptPeer, "rank_bm25 and MiniLM over 200-word windows, rolled up to notes, RRF (k = 60)"),
     "txtai": (TxtaiPeer, "txtai hybrid search at its defaults over 1024-token windows, rolled up to notes"),
 }
+
+
+def peer_arms(vault: Path, questions: QuestionSet) -> list[ArmResult]:
+    """Each peer pipeline over `vault`'s files, scored by the evaluation's own `score_arm` like our arms; when some
+    questions are follow-ups, also with the earlier user turns in front of them."""
+    variants = (False, True) if any(q.history for q in questions.questions) else (False,)
+    results = []
+    for name, (make, description) in PEERS.items():
+        peer = make(vault)
+        for history in variants:
+            started = time.perf_counter()
+            rankings = {q.id: peer.rank(with_history(q) if history else q.text, DEPTH) for q in questions.questions}
+            label = f"peer: {name}" + (" + history" if history else "")
+            text = description + (", follow-ups with the earlier user turns prepended" if history else "")
+            results.append(score_arm(label, text, questions.questions, rankings, time.perf_counter() - started))
+    return results

@@ -11,13 +11,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import tempfile
 from pathlib import Path
 
+from bench.peers import peer_arms
 from bench.report import table, write_section
 from secondbrain.cli.eval_services import run_eval
 from secondbrain.config import load_config
 from secondbrain.evaluation.commands import PUBLISHED_SCIFACT
 from secondbrain.evaluation.metrics import MEASURES
+from secondbrain.evaluation.questions import load_beir
+from secondbrain.evaluation.run import write_corpus
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
 DATA_DIR = Path.home() / ".cache" / "secondbrain-bench"
@@ -37,17 +41,24 @@ async def main(directory: Path) -> None:
         limit=None,
         as_json=False,
     )
+    # The peer pipelines read files: the same corpus written out as notes, as `eval --beir` indexes it.
+    dataset = load_beir(directory, "test")
+    with tempfile.TemporaryDirectory() as corpus:
+        write_corpus(dataset, Path(corpus))
+        peers = peer_arms(Path(corpus), dataset.questions)
     ours = [
         [f"secondbrain {arm.name}", *(f"{arm.overall[m]:.3f}" for m in MEASURES), f"{arm.seconds:.0f} s"]
         for arm in report.arms
         if not arm.unavailable
     ]
+    ours += [[arm.name, *(f"{arm.overall[m]:.3f}" for m in MEASURES), f"{arm.seconds:.0f} s"] for arm in peers]
     skipped = [f"- {arm.name}: skipped ({arm.unavailable})" for arm in report.arms if arm.unavailable]
     body = "\n".join([
         f"BEIR SciFact, test split: {report.questions} queries over 5,183 abstracts, each indexed as a note (title as "
         "its heading). Local embedder all-MiniLM-L6-v2 (384-d), BM25 in SQL (a chunk's score plus half its section's, "
         "here the whole abstract), reciprocal rank fusion (k = 60); documents ranked where their best chunk ranks. "
-        "Scored with ir-measures (pytrec_eval).",
+        "Scored with ir-measures (pytrec_eval). The `peer:` rows are bench/peers.py over the same abstracts written as "
+        "files (time for all queries, after indexing).",
         "",
         table(["system", *MEASURES, "time for all queries"], ours),
         "",

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from pathlib import Path
 
-from bench.peers import PEERS, with_history
+from bench.peers import peer_arms
 from bench.report import table, write_section
 from secondbrain.cli.eval_services import run_eval
 from secondbrain.config import load_config
-from secondbrain.evaluation.questions import QuestionSet, load_qa
-from secondbrain.evaluation.ranking import DEPTH
-from secondbrain.evaluation.run import ArmResult, Report, score_arm
+from secondbrain.evaluation.questions import load_qa
+from secondbrain.evaluation.run import Report
 
 ROOT = Path(__file__).resolve().parents[1]
 VAULTS = [
@@ -50,20 +48,6 @@ async def measure(name: str, vault: Path, questions: Path) -> Report:
         limit=None,
         as_json=False,
     )
-
-
-def peer_arms(vault: Path, questions: QuestionSet) -> list[ArmResult]:
-    """Each peer pipeline, as typed and with the earlier user turns in front of a follow-up, scored like our arms."""
-    results = []
-    for name, (make, description) in PEERS.items():
-        peer = make(vault)
-        for history in (False, True):
-            started = time.perf_counter()
-            rankings = {q.id: peer.rank(with_history(q) if history else q.text, DEPTH) for q in questions.questions}
-            label = f"peer: {name}" + (" + history" if history else "")
-            text = description + (", follow-ups with the earlier user turns prepended" if history else "")
-            results.append(score_arm(label, text, questions.questions, rankings, time.perf_counter() - started))
-    return results
 
 
 def margin(report: Report) -> str:
