@@ -26,6 +26,8 @@ from secondbrain.evaluation.questions import Question, QuestionSet
 from secondbrain.evaluation.ranking import DEPTH
 from secondbrain.evaluation.run import ArmResult, score_arm
 
+# The script's own constant, kept apart from secondbrain.retrieve.fusion: the peers are outside baselines and must
+# not move when our fusion is tuned.
 RRF_K = 60
 WINDOW_WORDS = 200
 STRIDE_WORDS = 150
@@ -132,7 +134,7 @@ class TxtaiPeer:
         self.embeddings.index((str(i), w.text, None) for i, w in enumerate(self.windows))
 
     def rank(self, text: str, depth: int) -> list[str]:
-        hits = self.embeddings.search(_txtai_safe(text), limit=CANDIDATE_WINDOWS)
+        hits = self.embeddings.search(text, limit=CANDIDATE_WINDOWS)
         return roll_up(self.windows, [int(hit["id"]) for hit in hits])[:depth]
 
 
@@ -144,11 +146,6 @@ def with_history(question: Question) -> str:
 
 def _tokens(text: str) -> list[str]:
     return _WORD.findall(text.lower())
-
-
-def _txtai_safe(text: str) -> str:
-    # txtai reads a query that starts with SELECT as SQL; a question never means that.
-    return text if not text.lstrip().lower().startswith("select ") else f"'{text}'"
 
 
 PEERS: dict[str, tuple[type[ScriptPeer] | type[TxtaiPeer], str]] = {

@@ -8,8 +8,9 @@ spread over many notes, or whose one or two words may not be the words the notes
 The call is made only when it can help: when there is a conversation the message may depend on, or when the
 message is broad and alternates are wanted. A first message that is already specific is the query as it stands,
 with no call and no added latency. Condensing must never stop retrieval: with no language model, on timeout, on any
-provider error or a reply that is not the JSON asked for, the raw message is the query and `skipped_reason` says
-why in a sentence a person can read (the pipeline shows it in the plan).
+provider error or a reply that is not the JSON asked for, the raw message is the query (a follow-up is also searched
+joined with the turns before it, see `with_earlier_turns`) and `skipped_reason` says why in a sentence a person can
+read (the pipeline shows it in the plan).
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ class Condensed:
     """The queries to search, the standalone one first, then at most `MAX_ALTERNATES` alternates.
 
     `skipped_reason` is '' when the model planned the queries (rewrote the message, or added alternates to a first
-    message that needed no rewriting); otherwise it says, for people, why the raw message is the only query.
+    message that needed no rewriting); otherwise it says, for people, why no model rewrote the message (and, for a
+    follow-up, that it was also searched with the turns before it).
     """
 
     queries: list[PlannedQuery]
