@@ -44,7 +44,7 @@ async def measure(name: str, vault: Path, questions: Path) -> Report:
         vault=vault,
         beir=None,
         split="test",
-        arms=["lexical", "vector", "hybrid"],
+        arms=["lexical", "vector", "hybrid", "hybrid-rrf"],
         limit=None,
         as_json=False,
     )

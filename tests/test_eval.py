@@ -121,7 +121,7 @@ def test_a_beir_benchmark_runs_every_offline_arm_and_reuses_its_index(database_u
     first = secondbrain("eval", "--beir", str(folder), "--json", env=env, timeout=600)
     assert first.returncode == 0, first.stderr
     report = json.loads(first.stdout)
-    assert set(report["arms"]) == {"lexical", "vector", "hybrid", "hybrid+links"}
+    assert set(report["arms"]) == {"lexical", "vector", "hybrid", "hybrid-rrf", "hybrid+links"}
     for figures in report["arms"].values():
         assert set(figures) == {"ndcg@10", "recall@1", "recall@5", "recall@10", "recall@100", "mrr@10"}
         assert figures["recall@1"] == 1.0, "four documents, two obvious answers"

@@ -1,18 +1,52 @@
-"""Reciprocal rank fusion, written once: the fused score the SQL statements compute for their two arms, and the
-fusion across queries (the standalone query and its alternates) done here.
+"""Fusion, written once: how one query's two arms are fused (in SQL, by the expression `Fusion.sql` renders), and
+the fusion across queries (the standalone query, its alternates, a follow-up with its history) done here.
 
-Within one query the two arms are fused in SQL, by the expression `rrf_sql` renders; `fuse_queries` fuses the
-per-query rankings, so a chunk that several phrasings find rises. RRF needs only ranks, which is why scores of
-different arms or queries never have to be compared.
+Within one query, a chat turn's chunks are fused by a weighted sum of the arms' normalised scores (`weighted`, the
+default): the cosine similarity, and the BM25 score divided by the most the query's terms could score. Both scores
+are known for every candidate either arm found, so a chunk that one arm ranked just outside its top k still counts
+there. Unlike reciprocal rank fusion (`rrf`, the other choice), a weak arm adds little: when no chunk shares more
+than a common word with the question, its lexical ranking is noise, and RRF gives noise the same say as a good
+ranking. (Bruch, Gai and Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS 2023, found the
+same on BEIR; the weight was chosen on SciFact's train split and the vaults' own questions: docs/benchmarks.md,
+retrieval tuning log.) The note search box fuses notes by RRF.
+
+Across queries, rankings are fused by RRF (`fuse_queries`), so a chunk that several phrasings find rises: the
+queries' scores are not comparable, their ranks are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 # Reciprocal rank fusion constant, as in the design record (and Cormack et al.): damps the head of each ranking.
 RRF_K = 60
+# The vector arm's share of the weighted fusion (the lexical arm has the rest). Chosen on the mean nDCG@10 of SciFact
+# train and the three vaults' own question sets over 0.40-0.75 in steps of 0.05; 0.55-0.70 is a plateau.
+VECTOR_WEIGHT = 0.6
+
+FusionKind = Literal["weighted", "rrf"]
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How one query's two arms become one score: `weighted` (the default) or `rrf`."""
+
+    kind: FusionKind = "weighted"
+    vector_weight: float = VECTOR_WEIGHT
+
+    def sql(self, *, lexical_rank: str, vector_rank: str, similarity: str, lexical_share: str) -> str:
+        """The SQL expression of a candidate's fused score. The arguments are SQL expressions: its rank in each arm
+        (NULL outside that arm's top k), its cosine similarity (NULL without a vector arm) and its BM25 score as a
+        share of the most the query could score (0 without a lexical arm)."""
+        if self.kind == "rrf":
+            return rrf_sql(lexical_rank, vector_rank)
+        weight = self.vector_weight
+        return f"{weight} * coalesce({similarity}, 0) + {1 - weight} * {lexical_share}"
+
+
+DEFAULT_FUSION = Fusion()
 
 
 def rrf_sql(*ranks: str) -> str:

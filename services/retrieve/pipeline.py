@@ -25,7 +25,7 @@ from secondbrain.retrieve import store
 from secondbrain.retrieve.condense import Condenser, PlannedQuery
 from secondbrain.retrieve.expand import Excerpt, PassageText, assemble, plan_spans, within_budget
 from secondbrain.retrieve.filters import Filters
-from secondbrain.retrieve.fusion import Candidate, Fused, fuse_queries
+from secondbrain.retrieve.fusion import Candidate, Fused, Fusion, fuse_queries
 from secondbrain.retrieve.modes import Mode
 from secondbrain.retrieve.rerank import Reranker
 
@@ -219,6 +219,7 @@ class Retriever:
                 filters,
                 vector,
                 lexical=lexical,
+                fusion=Fusion(self.settings.fusion, self.settings.vector_weight),
                 statement_timeout=STATEMENT_TIMEOUT_SECONDS,
             )
 

@@ -28,6 +28,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from secondbrain.errors import ConfigError, describe_problems
 from secondbrain.llm.presets import ProviderOverride
+from secondbrain.retrieve.fusion import VECTOR_WEIGHT, FusionKind
 from secondbrain.service.auth import is_loopback
 
 ENV_PREFIX = "SECONDBRAIN_"
@@ -229,6 +230,16 @@ class RetrieveSection(_Section):
 
     passages: int = Field(default=8, ge=1, le=50, description="Numbered passages per answer.")
     candidates_per_arm: int = Field(default=40, ge=1, le=1000, description="k of each arm before fusion.")
+    fusion: FusionKind = Field(
+        default="weighted",
+        description="How a query's arms are fused: a weighted sum of normalised scores, or reciprocal rank fusion.",
+    )
+    vector_weight: float = Field(
+        default=VECTOR_WEIGHT,
+        ge=0,
+        le=1,
+        description="The vector arm's share of the weighted fusion; lexical has the rest.",
+    )
     condense: bool = True
     alternates: bool = True
     condense_provider: str | None = Field(default=None, description="None takes the chat default provider.")

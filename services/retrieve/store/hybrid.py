@@ -2,9 +2,11 @@
 
 The top k chunks by BM25 (postings read through their primary key, one range per query lexeme), ordered by their
 BM25 plus a share of their heading section's, and the top k by cosine distance (the partial HNSW index of the
-model's dimension), fused by reciprocal rank fusion (`secondbrain.retrieve.fusion`). Filters and quoted
-phrases/exclusions apply inside both arms. The vector arm's settings (`hnsw.ef_search`, `hnsw.iterative_scan`) are
-set for the statement's own transaction only.
+model's dimension). Every candidate either arm found is then scored by both: its BM25 from the postings already read
+(0 when it has none of the query's words) and its cosine similarity, computed for the lexical arm's candidates the
+vector arm did not reach. The two are fused (`secondbrain.retrieve.fusion`). Filters and quoted phrases/exclusions
+apply inside both arms. The vector arm's settings (`hnsw.ef_search`, `hnsw.iterative_scan`) are set for the
+statement's own transaction only.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import asyncpg
 import numpy as np
 
 from secondbrain.retrieve.filters import Filters
-from secondbrain.retrieve.fusion import Candidate, rrf_sql
+from secondbrain.retrieve.fusion import DEFAULT_FUSION, Candidate, Fusion
 from secondbrain.retrieve.store.statement import Params, Statement, deadline_after, fetch
 
 BM25_K1 = 1.2
@@ -59,7 +61,7 @@ def _bm25(idf: str, tf: str, length: str, average: str) -> str:
 # The statement, top to bottom. Its slots: the bind parameters ({scored}, {constraint}, {k}); the tuning constants and
 # the BM25 and fused-score expressions; {allowed}, the CTE of the chunks the filters and the phrase/exclusion
 # constraint let through (empty when nothing restricts), and the {*_allowed} conditions that keep each arm to it;
-# {vector_ranked}, the vector arm (or one that finds nothing).
+# {vector_top}, the vector arm, and {similarity}, every candidate's cosine similarity (or ones that find nothing).
 _CANDIDATES = """
     WITH {allowed}
     query_lexemes AS (
@@ -76,6 +78,11 @@ _CANDIDATES = """
         SELECT s.lexeme, ln(1 + (corpus.n - s.df + 0.5) / (s.df + 0.5)) AS idf
         FROM query_lexemes q JOIN lexeme_stats s ON s.lexeme = q.lexeme CROSS JOIN corpus
     ),
+    -- The most a chunk could score: every term at saturation, in the chunk and in its section. BM25 divided by it is
+    -- a share in [0, 1] that says how much of the question a chunk matches, comparable with a cosine similarity.
+    best_possible AS (
+        SELECT greatest(coalesce(sum(idf), 0) * {saturated}, 1e-9) AS score FROM terms
+    ),
     postings AS MATERIALIZED (
         SELECT t.lexeme, t.idf, p.chunk_id, p.tf, p.length
         FROM terms t
@@ -86,23 +93,26 @@ _CANDIDATES = """
             LIMIT {max_postings}
         ) p
     ),
-    chunk_scores AS (
+    chunk_scores AS MATERIALIZED (
         SELECT p.chunk_id, sum({chunk_bm25}) AS score
         FROM postings p CROSS JOIN corpus
         GROUP BY p.chunk_id
-        ORDER BY score DESC, p.chunk_id
-        LIMIT {k}
     ),
-    -- The same k chunks, each scored again with its section's BM25 added: the section's chunks as one text, their
-    -- term frequencies and lengths summed (from the postings already read, so a lexeme's cut tail counts nowhere).
-    top_chunks AS (
-        SELECT s.chunk_id, s.score, c.file_id, c.heading_path
-        FROM chunk_scores s JOIN vault_chunks c ON c.id = s.chunk_id
+    lexical_top AS (
+        SELECT chunk_id FROM chunk_scores ORDER BY score DESC, chunk_id LIMIT {k}
     ),
+    {vector_top},
+    candidates AS (
+        SELECT c.id AS chunk_id, c.file_id, c.heading_path
+        FROM vault_chunks c
+        WHERE c.id IN (SELECT chunk_id FROM lexical_top UNION SELECT chunk_id FROM vector_top)
+    ),
+    -- Each candidate scored again with its section's BM25 added: the section's chunks as one text, their term
+    -- frequencies and lengths summed (from the postings already read, so a lexeme's cut tail counts nowhere).
     -- A section's length counts only the chunks whose postings were read, as its term frequencies do.
     section_chunks AS (
         SELECT c.id, c.file_id, c.heading_path, c.lexeme_count FROM vault_chunks c
-        WHERE (c.file_id, c.heading_path) IN (SELECT file_id, heading_path FROM top_chunks) {sections_allowed}
+        WHERE (c.file_id, c.heading_path) IN (SELECT file_id, heading_path FROM candidates) {sections_allowed}
     ),
     section_lengths AS (
         SELECT file_id, heading_path, sum(lexeme_count) AS length FROM section_chunks GROUP BY file_id, heading_path
@@ -118,17 +128,23 @@ _CANDIDATES = """
         GROUP BY t.file_id, t.heading_path
     ),
     lexical AS (
-        SELECT c.chunk_id, c.score + {section_weight} * coalesce(s.score, 0) AS score
-        FROM top_chunks c LEFT JOIN section_scores s USING (file_id, heading_path)
+        SELECT c.chunk_id, coalesce(s.score, 0) + {section_weight} * coalesce(t.score, 0) AS score
+        FROM candidates c
+        LEFT JOIN chunk_scores s USING (chunk_id)
+        LEFT JOIN section_scores t USING (file_id, heading_path)
     ),
     lexical_ranked AS (
-        SELECT chunk_id, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank FROM lexical
+        SELECT chunk_id, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank
+        FROM lexical WHERE chunk_id IN (SELECT chunk_id FROM lexical_top)
     ),
-    {vector_ranked},
+    {similarity},
     fused AS (
-        SELECT coalesce(l.chunk_id, v.chunk_id) AS chunk_id, l.rank AS lexical_rank, v.rank AS vector_rank,
-               {fused_score} AS fused
-        FROM lexical_ranked l FULL JOIN vector_ranked v ON v.chunk_id = l.chunk_id
+        SELECT c.chunk_id, l.rank AS lexical_rank, v.rank AS vector_rank, {fused_score} AS fused
+        FROM lexical c
+        CROSS JOIN best_possible
+        LEFT JOIN lexical_ranked l USING (chunk_id)
+        LEFT JOIN vector_top v USING (chunk_id)
+        LEFT JOIN similarity s USING (chunk_id)
     )
     SELECT fused.chunk_id, c.file_id, c.chunk_index, fused.lexical_rank, fused.vector_rank, fused.fused
     FROM fused JOIN vault_chunks c ON c.id = fused.chunk_id
@@ -144,8 +160,8 @@ _ALLOWED = """allowed AS MATERIALIZED (
 
 # The ORDER BY repeats the partial index's expression and the WHERE its predicate, so the planner can use
 # `vault_chunks_embedding_<dim>_idx`.
-_VECTOR_RANKED = """vector_ranked AS (
-        SELECT id AS chunk_id, row_number() OVER (ORDER BY distance, id) AS rank
+_VECTOR_TOP = """vector_top AS (
+        SELECT id AS chunk_id, 1 - distance AS similarity, row_number() OVER (ORDER BY distance, id) AS rank
         FROM (
             SELECT c.id, {embedding} <=> {query_vector} AS distance
             FROM vault_chunks c
@@ -155,11 +171,31 @@ _VECTOR_RANKED = """vector_ranked AS (
         ) nearest
     )"""
 
-_NO_VECTOR_RANKED = "vector_ranked AS (SELECT NULL::bigint AS chunk_id, NULL::bigint AS rank WHERE false)"
+# The vector arm's own candidates keep the similarity it found; the lexical arm's others (at most k rows, by primary
+# key) get theirs computed here.
+_SIMILARITY = """similarity AS (
+        SELECT chunk_id, similarity FROM vector_top
+        UNION ALL
+        SELECT c.id, 1 - ({embedding} <=> {query_vector})
+        FROM vault_chunks c
+        WHERE c.id IN (SELECT chunk_id FROM lexical_top EXCEPT SELECT chunk_id FROM vector_top)
+          AND vector_dims(c.embedding) = {dimension}
+    )"""
+
+_NO_VECTOR_TOP = (
+    "vector_top AS (SELECT NULL::bigint AS chunk_id, NULL::float8 AS similarity, NULL::bigint AS rank WHERE false)"
+)
+_NO_SIMILARITY = "similarity AS (SELECT chunk_id, similarity FROM vector_top)"
 
 
 def candidates_statement(
-    query: str, k: int, filters: Filters, vector: np.ndarray | None, *, lexical: bool = True
+    query: str,
+    k: int,
+    filters: Filters,
+    vector: np.ndarray | None,
+    *,
+    lexical: bool = True,
+    fusion: Fusion = DEFAULT_FUSION,
 ) -> Statement:
     """The statement of the fused top `k` chunks for `query`; `vector` None leaves the vector arm empty, `lexical`
     False the BM25 arm. Run it with `vector_scan` when it has a vector arm."""
@@ -173,16 +209,18 @@ def candidates_statement(
     def allowed(column: str) -> str:
         return f"AND {column} IN (SELECT id FROM allowed)" if restrict else ""
 
-    vector_ranked = _NO_VECTOR_RANKED
+    vector_top, similarity = _NO_VECTOR_TOP, _NO_SIMILARITY
     if vector is not None:
         dimension = int(vector.shape[0])
-        vector_ranked = _VECTOR_RANKED.format(
-            embedding=f"c.embedding::vector({dimension})",
-            query_vector=f"{p.add(vector)}::vector({dimension})",
+        embedding, query_vector = f"c.embedding::vector({dimension})", f"{p.add(vector)}::vector({dimension})"
+        vector_top = _VECTOR_TOP.format(
+            embedding=embedding,
+            query_vector=query_vector,
             dimension=dimension,
             vectors_allowed=allowed("c.id"),
             k=k_param,
         )
+        similarity = _SIMILARITY.format(embedding=embedding, query_vector=query_vector, dimension=dimension)
     allowed_cte = _ALLOWED.format(filters=p.filters(filters, "f"), constraint=constraint) if restrict else ""
     sql = _CANDIDATES.format(
         allowed=allowed_cte,
@@ -195,8 +233,15 @@ def candidates_statement(
         sections_allowed=allowed("c.id"),
         section_bm25=_bm25("t.idf", "t.tf", "l.length", "corpus.avgsection"),
         section_weight=SECTION_WEIGHT,
-        vector_ranked=vector_ranked,
-        fused_score=rrf_sql("l.rank", "v.rank"),
+        saturated=(BM25_K1 + 1) * (1 + SECTION_WEIGHT),
+        vector_top=vector_top,
+        similarity=similarity,
+        fused_score=fusion.sql(
+            lexical_rank="l.rank",
+            vector_rank="v.rank",
+            similarity="s.similarity",
+            lexical_share="c.score / best_possible.score",
+        ),
     )
     return p.statement(sql)
 
@@ -209,10 +254,11 @@ async def hybrid_candidates(
     vector: np.ndarray | None,
     *,
     lexical: bool = True,
+    fusion: Fusion = DEFAULT_FUSION,
     statement_timeout: float | None = None,
 ) -> list[Candidate]:
     """The fused top `k` chunks for one query; `vector` None skips the vector arm, `lexical` False the BM25 arm."""
-    statement = candidates_statement(query, k, filters, vector, lexical=lexical)
+    statement = candidates_statement(query, k, filters, vector, lexical=lexical, fusion=fusion)
     rows = await fetch(
         connection, statement, vector_scan=vector is not None, deadline=deadline_after(statement_timeout)
     )

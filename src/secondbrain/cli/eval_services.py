@@ -27,11 +27,14 @@ class RetrieverRanker:
 
     def __init__(self, retriever: Retriever, paths: dict[int, str]) -> None:
         r = self.retriever = retriever
-        # The same retriever with wikilink expansion on, whatever the vault's setting (the hybrid+links arm).
-        settings = r.settings.model_copy(update={"wikilink_expansion": True})
-        self.with_links = Retriever(
-            r.db, r.embedder, r.condenser, r.make_reranker, settings, r.embedder_unavailable_reason
-        )
+
+        def changed(**settings: object) -> Retriever:
+            """The same retriever with some of its settings changed, whatever the vault's."""
+            changed = r.settings.model_copy(update=settings)
+            return Retriever(r.db, r.embedder, r.condenser, r.make_reranker, changed, r.embedder_unavailable_reason)
+
+        self.with_links = changed(wikilink_expansion=True)  # the hybrid+links arm
+        self.with_rrf = changed(fusion="rrf")  # the hybrid-rrf arm
         # Each indexed note's path by its id, as ranked chunks name it.
         self.paths = paths
         self.notes = set(paths.values())
@@ -54,7 +57,7 @@ class RetrieverRanker:
     async def rank_chunks(self, question: Question, arm: Arm, depth: int) -> list[str]:
         if arm.alternates and self.retriever.condenser.provider is None:
             raise ArmUnavailable(f"alternates need a language model: {self.retriever.condenser.unavailable_reason}")
-        retriever = self.with_links if arm.links else self.retriever
+        retriever = self.with_links if arm.links else self.with_rrf if arm.rrf else self.retriever
         try:
             ranking = await retriever.rank(
                 question.text, list(question.history), Filters(), self.options(arm), depth=depth

@@ -35,8 +35,8 @@ def evaluate(
         list[str] | None,
         typer.Option(
             "--arm",
-            help="Run only this arm (repeatable): lexical, vector, hybrid, hybrid+links, hybrid+alternates, "
-            "hybrid+rerank.",
+            help="Run only this arm (repeatable): lexical, vector, hybrid, hybrid-rrf (fused by reciprocal rank), "
+            "hybrid+links, hybrid+alternates, hybrid+rerank.",
             show_default=False,
         ),
     ] = None,

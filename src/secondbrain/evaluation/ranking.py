@@ -30,6 +30,8 @@ class Arm:
     alternates: bool = False
     rerank: bool = False
     links: bool = False
+    # Fuse each query's arms by reciprocal rank fusion, whatever the vault's `retrieve.fusion` says.
+    rrf: bool = False
     description: str = ""
 
 
@@ -38,7 +40,8 @@ ARMS: dict[str, Arm] = {
     for arm in (
         Arm("lexical", "lexical", description="BM25 over chunks only"),
         Arm("vector", "vector", description="embedding similarity only"),
-        Arm("hybrid", "hybrid", description="both arms fused by reciprocal rank fusion"),
+        Arm("hybrid", "hybrid", description="both arms fused (retrieve.fusion)"),
+        Arm("hybrid-rrf", "hybrid", rrf=True, description="both arms fused by reciprocal rank fusion"),
         Arm("hybrid+links", "hybrid", links=True, description="plus the notes top passages [[link]] to"),
         Arm("hybrid+alternates", "hybrid", alternates=True, description="plus an LLM's alternate phrasings"),
         Arm("hybrid+rerank", "hybrid", rerank=True, description="plus a cross-encoder reranker"),

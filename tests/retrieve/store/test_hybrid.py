@@ -10,7 +10,7 @@ import pytest
 from pgvector.asyncpg import register_vector
 
 from secondbrain.retrieve.filters import Filters
-from secondbrain.retrieve.fusion import Candidate
+from secondbrain.retrieve.fusion import DEFAULT_FUSION, VECTOR_WEIGHT, Candidate, Fusion
 from secondbrain.retrieve.store import LexicalQuery, Statement, candidates_statement, fetch, hybrid_candidates
 from tests.retrieve.notes import NO_FILTERS, QUERY_VECTOR, note, write
 
@@ -33,10 +33,12 @@ async def ranked(
     filters: Filters = NO_FILTERS,
     *,
     lexical: bool = True,
+    k: int = 10,
+    fusion: Fusion = DEFAULT_FUSION,
 ) -> list[tuple[str, Candidate]]:
     """(note path, candidate) in the statement's order."""
     async with pool.acquire() as connection:
-        candidates = await hybrid_candidates(connection, query, 10, filters, vector, lexical=lexical)
+        candidates = await hybrid_candidates(connection, query, k, filters, vector, lexical=lexical, fusion=fusion)
         rows = await connection.fetch("SELECT id, path FROM vault_files")
     path_of = {row["id"]: row["path"] for row in rows}
     return [(path_of[c.file_id], c) for c in candidates]
@@ -51,21 +53,45 @@ AIRSHIPS = (
 )
 
 
-async def test_each_arm_ranks_and_the_fused_score_is_their_reciprocal_rank_fusion(pool: asyncpg.Pool) -> None:
+async def test_each_arm_ranks_and_the_fused_score_weighs_both_arms_scores(pool: asyncpg.Pool) -> None:
     await write(pool, *AIRSHIPS)
+    lexical_only = await ranked(pool, "zeppelin", None)
+    assert [(path, c.lexical_rank, c.vector_rank) for path, c in lexical_only] == [("zeppelin.md", 1, None)]
+    # Alone, the lexical arm's score is its share of what the query could score, times the lexical weight.
+    share = lexical_only[0][1].fused / (1 - VECTOR_WEIGHT)
+    assert 0 < share <= 1
+
     fused = await ranked(pool, "zeppelin")
     assert [path for path, _ in fused] == ["zeppelin.md", "airships.md", "balloons.md"]
     zeppelin = fused[0][1]
     assert (zeppelin.lexical_rank, zeppelin.vector_rank) == (1, 3)
-    assert zeppelin.fused == pytest.approx(1 / 61 + 1 / 63)
-    assert fused[1][1].fused == pytest.approx(1 / 61) and fused[1][1].lexical_rank is None
+    assert zeppelin.fused == pytest.approx(VECTOR_WEIGHT * 0.6 + (1 - VECTOR_WEIGHT) * share)
+    assert fused[1][1].fused == pytest.approx(VECTOR_WEIGHT * 0.95) and fused[1][1].lexical_rank is None
 
     vector_only = await ranked(pool, "zeppelin", lexical=False)
     assert [path for path, _ in vector_only] == ["airships.md", "balloons.md", "zeppelin.md"]
     assert all(c.lexical_rank is None for _, c in vector_only)
+    assert [c.fused for _, c in vector_only] == pytest.approx([VECTOR_WEIGHT * s for s in (0.95, 0.9, 0.6)])
 
-    lexical_only = await ranked(pool, "zeppelin", None)
-    assert [(path, c.lexical_rank, c.vector_rank) for path, c in lexical_only] == [("zeppelin.md", 1, None)]
+
+async def test_a_candidate_one_arm_did_not_reach_is_still_scored_by_it(pool: asyncpg.Pool) -> None:
+    await write(pool, *AIRSHIPS)
+    share = (await ranked(pool, "zeppelin", None))[0][1].fused / (1 - VECTOR_WEIGHT)
+    # With k = 1 the vector arm finds only airships.md; zeppelin.md, the lexical arm's, gets its similarity (0.6)
+    # computed, so it still outranks airships.md (0.95 alone) on both arms' evidence.
+    fused = await ranked(pool, "zeppelin", k=1)
+    assert [path for path, _ in fused] == ["zeppelin.md"]
+    zeppelin = fused[0][1]
+    assert (zeppelin.lexical_rank, zeppelin.vector_rank) == (1, None)
+    assert zeppelin.fused == pytest.approx(VECTOR_WEIGHT * 0.6 + (1 - VECTOR_WEIGHT) * share)
+
+
+async def test_reciprocal_rank_fusion_is_the_other_choice(pool: asyncpg.Pool) -> None:
+    await write(pool, *AIRSHIPS)
+    fused = await ranked(pool, "zeppelin", fusion=Fusion("rrf"))
+    assert [path for path, _ in fused] == ["zeppelin.md", "airships.md", "balloons.md"]
+    assert fused[0][1].fused == pytest.approx(1 / 61 + 1 / 63)
+    assert fused[1][1].fused == pytest.approx(1 / 61) and fused[1][1].lexical_rank is None
 
 
 async def test_phrases_exclusions_and_filters_apply_inside_both_arms(pool: asyncpg.Pool) -> None:
@@ -75,7 +101,7 @@ async def test_phrases_exclusions_and_filters_apply_inside_both_arms(pool: async
         note("Fleet/zeppelin.md", "f", chunks=[([], "Zeppelin flights over the lake.", 0.1)]),
     )
     excluded = await ranked(pool, "zeppelin -hangar")
-    assert [path for path, _ in excluded] == ["Fleet/zeppelin.md", "airships.md", "balloons.md"]
+    assert {path for path, _ in excluded} == {"Fleet/zeppelin.md", "airships.md", "balloons.md"}
     phrase = await ranked(pool, '"zeppelin flights"')
     assert [(path, c.lexical_rank) for path, c in phrase] == [("Fleet/zeppelin.md", 1)]
     in_fleet = await ranked(pool, "zeppelin", filters=Filters.parse(folders=["Fleet"]))

@@ -28,7 +28,7 @@ class _RetrievalModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Retriev
     RETRIEVAL_MODE_UNSPECIFIED: _RetrievalMode.ValueType  # 0
     """The server's default, which is hybrid."""
     RETRIEVAL_MODE_HYBRID: _RetrievalMode.ValueType  # 1
-    """Lexical (BM25) and vector arms fused by reciprocal rank fusion."""
+    """Lexical (BM25) and vector arms fused (a weighted sum of their normalised scores by default)."""
     RETRIEVAL_MODE_LEXICAL: _RetrievalMode.ValueType  # 2
     """Only the lexical arm."""
     RETRIEVAL_MODE_VECTOR: _RetrievalMode.ValueType  # 3
@@ -44,7 +44,7 @@ class RetrievalMode(_RetrievalMode, metaclass=_RetrievalModeEnumTypeWrapper):
 RETRIEVAL_MODE_UNSPECIFIED: RetrievalMode.ValueType  # 0
 """The server's default, which is hybrid."""
 RETRIEVAL_MODE_HYBRID: RetrievalMode.ValueType  # 1
-"""Lexical (BM25) and vector arms fused by reciprocal rank fusion."""
+"""Lexical (BM25) and vector arms fused (a weighted sum of their normalised scores by default)."""
 RETRIEVAL_MODE_LEXICAL: RetrievalMode.ValueType  # 2
 """Only the lexical arm."""
 RETRIEVAL_MODE_VECTOR: RetrievalMode.ValueType  # 3
@@ -294,7 +294,9 @@ class Passage(_message.Message):
     vector_rank: _builtins.int
     """The best chunk's rank in the vector arm, starting at 1; 0 when that arm did not find it."""
     fused_score: _builtins.float
-    """The reciprocal rank fusion score, summed over the queries that found it."""
+    """The fused score: the weighted sum of the arms' normalised scores (or their reciprocal rank fusion, as
+    configured) when one query ran; summed reciprocal ranks over the queries that found it when several did.
+    """
     rerank_score: _builtins.float
     """The reranker's score; unset when no reranker ran."""
     via_link: _builtins.bool
