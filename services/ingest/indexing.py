@@ -77,6 +77,7 @@ class PreparedNote:
             path=note.path,
             title=note.title,
             body=note.body,
+            body_start_line=note.body_start_line,
             frontmatter=note.frontmatter,
             aliases=note.aliases,
             tags=note.tags,

@@ -8,10 +8,12 @@ import grpc
 
 from secondbrain.errors import InvalidInput
 from secondbrain.llm import ChatMessage
+from secondbrain.retrieve import note_reading
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.modes import Mode
 from secondbrain.retrieve.note_search import search_notes, validate
 from secondbrain.retrieve.pipeline import Done, Passage, Plan, RetrievalOptions, RetrieveEvent, Retriever
+from secondbrain.retrieve.store import StoredLink
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
 from secondbrain.service.convert import ROLE_WORDS
@@ -181,3 +183,43 @@ class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
             vector_arm_skipped_reason=result.vector_arm_skipped_reason,
             timings=[common.StageTiming(stage=stage, milliseconds=ms) for stage, ms in result.timings],
         )
+
+    async def GetNote(self, request: pb.GetNoteRequest, context: grpc.aio.ServicerContext) -> pb.GetNoteResponse:
+        note = await note_reading.read_note(self.retriever.db.pool, request.path, request.start_line, request.end_line)
+        return pb.GetNoteResponse(
+            path=note.path,
+            title=note.title,
+            text=note.text,
+            start_line=note.start_line,
+            end_line=note.end_line,
+            last_line=note.last_line,
+            tags=note.tags,
+            aliases=note.aliases,
+            lines_known=note.lines_known,
+        )
+
+    async def ListNotes(self, request: pb.ListNotesRequest, context: grpc.aio.ServicerContext) -> pb.ListNotesResponse:
+        listed = await note_reading.list_notes(self.retriever.db.pool, filters_from(request.filters), request.limit)
+        return pb.ListNotesResponse(
+            notes=[
+                pb.NoteSummary(path=note.path, title=note.title, tags=note.tags, last_line=note.last_line)
+                for note in listed.notes
+            ],
+            total=listed.total,
+        )
+
+    async def GetNoteLinks(
+        self, request: pb.GetNoteLinksRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetNoteLinksResponse:
+        links = await note_reading.note_links(self.retriever.db.pool, request.path)
+        return pb.GetNoteLinksResponse(
+            path=links.path,
+            outgoing=[_link_message(link) for link in links.outgoing],
+            backlinks=[_link_message(link) for link in links.backlinks],
+        )
+
+
+def _link_message(link: StoredLink) -> pb.NoteLink:
+    return pb.NoteLink(
+        path=link.path or "", target=link.target, heading=link.heading, line=link.line, is_embed=link.is_embed
+    )

@@ -56,6 +56,8 @@ class NoteRow:
     status: str
     status_reason: str = ""
     links: list[WikiLink] = field(default_factory=list)
+    # The file line the body starts on, after the front matter.
+    body_start_line: int = 1
     chunks: list[ChunkRow] = field(default_factory=list)
 
 
@@ -100,11 +102,12 @@ async def write_note(connection: asyncpg.Connection, note: NoteRow) -> int:
         file_id = await connection.fetchval(
             """
             INSERT INTO vault_files (path, title, body, frontmatter, aliases, tags, content_hash, mtime, size_bytes,
-                                     status, status_reason, indexed_at, updated_at)
+                                     status, status_reason, indexed_at, updated_at, body_start_line)
             VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9, $10, $11,
-                    CASE WHEN $10 = 'indexed' THEN now() END, now())
+                    CASE WHEN $10 = 'indexed' THEN now() END, now(), $12)
             ON CONFLICT (path) DO UPDATE SET
-                title = EXCLUDED.title, body = EXCLUDED.body, frontmatter = EXCLUDED.frontmatter,
+                title = EXCLUDED.title, body = EXCLUDED.body, body_start_line = EXCLUDED.body_start_line,
+                frontmatter = EXCLUDED.frontmatter,
                 aliases = EXCLUDED.aliases, tags = EXCLUDED.tags, content_hash = EXCLUDED.content_hash,
                 mtime = EXCLUDED.mtime, size_bytes = EXCLUDED.size_bytes, status = EXCLUDED.status,
                 status_reason = EXCLUDED.status_reason, indexed_at = EXCLUDED.indexed_at, updated_at = now()
@@ -121,6 +124,7 @@ async def write_note(connection: asyncpg.Connection, note: NoteRow) -> int:
             note.size,
             note.status,
             note.status_reason,
+            note.body_start_line,
         )
         await connection.execute("DELETE FROM vault_chunks WHERE file_id = $1", file_id)
         await connection.execute("DELETE FROM vault_links WHERE file_id = $1", file_id)

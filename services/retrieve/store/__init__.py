@@ -4,12 +4,14 @@
 - `hybrid`: the chunk-level hybrid statement a chat turn's retrieval runs per query (BM25 and vector arms, fused).
 - `chunks`: the ranked chunks read back, with their neighbours, and the best chunks of linked notes.
 - `notes`: the note-level search box's statements (lexical, vector, hybrid).
+- `note_reads`: what the index holds of notes, read for the note tools: a note's body, a list, its links both ways.
 - `statement`: what they all share: the one parameter builder (no statement numbers its `$n` by hand), the filter
   clause, LIKE escaping, and running a statement within a deadline, the vector arm's HNSW settings scoped to it.
 """
 
 from secondbrain.retrieve.store.chunks import ChunkRow, chunks_around, linked_candidates
 from secondbrain.retrieve.store.hybrid import LexicalQuery, candidates_statement, hybrid_candidates
+from secondbrain.retrieve.store.note_reads import ListedNote, StoredLink, StoredNote, get_note, list_notes, note_links
 from secondbrain.retrieve.store.notes import (
     MATCH_START,
     MATCH_STOP,
@@ -26,15 +28,21 @@ __all__ = [
     "MATCH_STOP",
     "ChunkRow",
     "LexicalQuery",
+    "ListedNote",
     "Params",
     "Statement",
+    "StoredLink",
+    "StoredNote",
     "candidates_statement",
     "chunks_around",
     "fetch",
     "fetch_notes",
+    "get_note",
     "hybrid_candidates",
     "hybrid_notes_statement",
     "lexical_notes_statement",
     "linked_candidates",
+    "list_notes",
+    "note_links",
     "vector_notes_statement",
 ]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from secondbrain.retrieve.filters import Filters
-from secondbrain.retrieve.store.statement import Params, deadline_after, fetch
+from secondbrain.retrieve.store.statement import Params, deadline_after, fetch, link_resolves
 
 
 @dataclass(frozen=True)
@@ -82,11 +82,7 @@ async def linked_candidates(
             -- The winners' order first, then each winner's link order.
             SELECT f.id, min(array_position({sources}::bigint[], l.file_id) * 100000 + l.ordinal) AS position
             FROM vault_links l
-            JOIN vault_files f
-              ON lower(f.path) = lower(l.target) OR lower(f.path) = lower(l.target) || '.md'
-              OR lower(regexp_replace(f.path, '^.*/', '')) = lower(l.target) || '.md'
-              OR lower(f.title) = lower(l.target)
-              OR lower(l.target) = ANY(SELECT lower(a) FROM unnest(f.aliases) a)
+            JOIN vault_files f ON {link_resolves("f", "l")}
             WHERE l.file_id = ANY({sources}::bigint[]) AND NOT (f.id = ANY({sources}::bigint[]))
               AND {p.filters(filters, "f")}
             GROUP BY f.id

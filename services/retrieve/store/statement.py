@@ -55,6 +55,18 @@ class Params:
         return Statement(sql, self.values)
 
 
+def link_resolves(file_alias: str, link_alias: str) -> str:
+    """A boolean SQL expression: the `vault_links` row `link_alias` names the `vault_files` row `file_alias`, as
+    Obsidian resolves a wikilink: by path (with or without `.md`), file name, title or alias, case-insensitively."""
+    f, target = file_alias, f"lower({link_alias}.target)"
+    return (
+        f"(lower({f}.path) = {target} OR lower({f}.path) = {target} || '.md'"
+        f" OR lower(regexp_replace({f}.path, '^.*/', '')) = {target} || '.md'"
+        f" OR lower({f}.title) = {target}"
+        f" OR {target} = ANY(SELECT lower(a) FROM unnest({f}.aliases) a))"
+    )
+
+
 def deadline_after(seconds: float | None) -> float | None:
     """The `time.monotonic()` instant `seconds` from now; None (no limit) for None."""
     return None if seconds is None else time.monotonic() + seconds

@@ -338,3 +338,283 @@ class NoteHit(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___NoteHit: _TypeAlias = NoteHit  # noqa: Y015
+
+@_typing.final
+class GetNoteRequest(_message.Message):
+    """A note, or some of its lines, to read."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    START_LINE_FIELD_NUMBER: _builtins.int
+    END_LINE_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    """The note's vault-relative path, as passages and search hits name it."""
+    start_line: _builtins.int
+    """The first line to read, counted in the note's file (front matter
+    included, as passages count); 0 reads from the start of the body.
+    """
+    end_line: _builtins.int
+    """The last line to read, inclusive; 0 reads to the end."""
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        start_line: _builtins.int = ...,
+        end_line: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end_line", b"end_line", "path", b"path", "start_line", b"start_line"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetNoteRequest: _TypeAlias = GetNoteRequest  # noqa: Y015
+
+@_typing.final
+class GetNoteResponse(_message.Message):
+    """An indexed note's text, or the lines asked for."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    START_LINE_FIELD_NUMBER: _builtins.int
+    END_LINE_FIELD_NUMBER: _builtins.int
+    LAST_LINE_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
+    ALIASES_FIELD_NUMBER: _builtins.int
+    LINES_KNOWN_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    """The note's vault-relative path."""
+    title: _builtins.str
+    """The note's title."""
+    text: _builtins.str
+    """The lines read, joined by newlines (the front matter is not part of the text)."""
+    start_line: _builtins.int
+    """The first line returned, counted in the note's file."""
+    end_line: _builtins.int
+    """The last line returned."""
+    last_line: _builtins.int
+    """The note's last line."""
+    lines_known: _builtins.bool
+    """Whether the line numbers are the file's. False for a note indexed before
+    they were recorded, until the next sync: its lines count from the body.
+    """
+    @_builtins.property
+    def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The note's tags."""
+
+    @_builtins.property
+    def aliases(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The note's aliases."""
+
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        title: _builtins.str = ...,
+        text: _builtins.str = ...,
+        start_line: _builtins.int = ...,
+        end_line: _builtins.int = ...,
+        last_line: _builtins.int = ...,
+        tags: _abc.Iterable[_builtins.str] | None = ...,
+        aliases: _abc.Iterable[_builtins.str] | None = ...,
+        lines_known: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["aliases", b"aliases", "end_line", b"end_line", "last_line", b"last_line", "lines_known", b"lines_known", "path", b"path", "start_line", b"start_line", "tags", b"tags", "text", b"text", "title", b"title"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetNoteResponse: _TypeAlias = GetNoteResponse  # noqa: Y015
+
+@_typing.final
+class ListNotesRequest(_message.Message):
+    """Which notes to list."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FILTERS_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    limit: _builtins.int
+    """The most notes to return; 0 takes 100. At most 1000."""
+    @_builtins.property
+    def filters(self) -> _retrieval_pb2.RetrievalFilters:
+        """Filters that narrow the list to part of the vault."""
+
+    def __init__(
+        self,
+        *,
+        filters: _retrieval_pb2.RetrievalFilters | None = ...,
+        limit: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters", "limit", b"limit"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListNotesRequest: _TypeAlias = ListNotesRequest  # noqa: Y015
+
+@_typing.final
+class ListNotesResponse(_message.Message):
+    """Indexed notes, by path."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NOTES_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    total: _builtins.int
+    """How many notes match the filters, listed or not."""
+    @_builtins.property
+    def notes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NoteSummary]:
+        """The notes."""
+
+    def __init__(
+        self,
+        *,
+        notes: _abc.Iterable[Global___NoteSummary] | None = ...,
+        total: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["notes", b"notes", "total", b"total"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListNotesResponse: _TypeAlias = ListNotesResponse  # noqa: Y015
+
+@_typing.final
+class NoteSummary(_message.Message):
+    """One note in a list."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
+    LAST_LINE_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    """The note's vault-relative path."""
+    title: _builtins.str
+    """The note's title."""
+    last_line: _builtins.int
+    """The note's last line."""
+    @_builtins.property
+    def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The note's tags."""
+
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        title: _builtins.str = ...,
+        tags: _abc.Iterable[_builtins.str] | None = ...,
+        last_line: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["last_line", b"last_line", "path", b"path", "tags", b"tags", "title", b"title"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NoteSummary: _TypeAlias = NoteSummary  # noqa: Y015
+
+@_typing.final
+class GetNoteLinksRequest(_message.Message):
+    """The note whose links to read."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    """The note's vault-relative path."""
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["path", b"path"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetNoteLinksRequest: _TypeAlias = GetNoteLinksRequest  # noqa: Y015
+
+@_typing.final
+class GetNoteLinksResponse(_message.Message):
+    """A note's links, both ways."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    OUTGOING_FIELD_NUMBER: _builtins.int
+    BACKLINKS_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    """The note's vault-relative path."""
+    @_builtins.property
+    def outgoing(self) -> _containers.RepeatedCompositeFieldContainer[Global___NoteLink]:
+        """The note's wikilinks, in the order they appear."""
+
+    @_builtins.property
+    def backlinks(self) -> _containers.RepeatedCompositeFieldContainer[Global___NoteLink]:
+        """The notes that link to this one, by path."""
+
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        outgoing: _abc.Iterable[Global___NoteLink] | None = ...,
+        backlinks: _abc.Iterable[Global___NoteLink] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backlinks", b"backlinks", "outgoing", b"outgoing", "path", b"path"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetNoteLinksResponse: _TypeAlias = GetNoteLinksResponse  # noqa: Y015
+
+@_typing.final
+class NoteLink(_message.Message):
+    """One wikilink."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    TARGET_FIELD_NUMBER: _builtins.int
+    HEADING_FIELD_NUMBER: _builtins.int
+    LINE_FIELD_NUMBER: _builtins.int
+    IS_EMBED_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    """The linked (outgoing) or linking (backlinks) note's path; empty when an
+    outgoing link names no indexed note.
+    """
+    target: _builtins.str
+    """The link target as written, e.g. "Kitchen Renovation"."""
+    heading: _builtins.str
+    """The heading the link points at, if any."""
+    line: _builtins.int
+    """The line the link is on, in the linking note."""
+    is_embed: _builtins.bool
+    """Whether the link embeds the note (![[...]])."""
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        target: _builtins.str = ...,
+        heading: _builtins.str = ...,
+        line: _builtins.int = ...,
+        is_embed: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["heading", b"heading", "is_embed", b"is_embed", "line", b"line", "path", b"path", "target", b"target"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NoteLink: _TypeAlias = NoteLink  # noqa: Y015

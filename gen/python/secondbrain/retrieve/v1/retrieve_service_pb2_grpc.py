@@ -46,6 +46,21 @@ class RetrieveServiceStub:
                 request_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.SearchRequest.SerializeToString,
                 response_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.SearchResponse.FromString,
                 _registered_method=True)
+        self.GetNote = channel.unary_unary(
+                '/secondbrain.retrieve.v1.RetrieveService/GetNote',
+                request_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteRequest.SerializeToString,
+                response_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteResponse.FromString,
+                _registered_method=True)
+        self.ListNotes = channel.unary_unary(
+                '/secondbrain.retrieve.v1.RetrieveService/ListNotes',
+                request_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.ListNotesRequest.SerializeToString,
+                response_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.ListNotesResponse.FromString,
+                _registered_method=True)
+        self.GetNoteLinks = channel.unary_unary(
+                '/secondbrain.retrieve.v1.RetrieveService/GetNoteLinks',
+                request_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteLinksRequest.SerializeToString,
+                response_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteLinksResponse.FromString,
+                _registered_method=True)
 
 
 class RetrieveServiceServicer:
@@ -68,6 +83,28 @@ class RetrieveServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetNote(self, request, context):
+        """Reads an indexed note's text, or a range of its lines, as the index holds
+        it. A path the index does not hold is NOT_FOUND (never a file of the server).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListNotes(self, request, context):
+        """Lists indexed notes by path, optionally under folders or with tags.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetNoteLinks(self, request, context):
+        """The wikilinks out of a note and the notes that link to it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrieveServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -80,6 +117,21 @@ def add_RetrieveServiceServicer_to_server(servicer, server):
                     servicer.Search,
                     request_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.SearchRequest.FromString,
                     response_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.SearchResponse.SerializeToString,
+            ),
+            'GetNote': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetNote,
+                    request_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteRequest.FromString,
+                    response_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteResponse.SerializeToString,
+            ),
+            'ListNotes': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListNotes,
+                    request_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.ListNotesRequest.FromString,
+                    response_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.ListNotesResponse.SerializeToString,
+            ),
+            'GetNoteLinks': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetNoteLinks,
+                    request_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteLinksRequest.FromString,
+                    response_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteLinksResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -138,6 +190,87 @@ class RetrieveService:
             '/secondbrain.retrieve.v1.RetrieveService/Search',
             secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.SearchRequest.SerializeToString,
             secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.SearchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetNote(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/secondbrain.retrieve.v1.RetrieveService/GetNote',
+            secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteRequest.SerializeToString,
+            secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListNotes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/secondbrain.retrieve.v1.RetrieveService/ListNotes',
+            secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.ListNotesRequest.SerializeToString,
+            secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.ListNotesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetNoteLinks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/secondbrain.retrieve.v1.RetrieveService/GetNoteLinks',
+            secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteLinksRequest.SerializeToString,
+            secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteLinksResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -41,6 +41,14 @@ class RetrieveServiceStub:
     """
     Search: _grpc.UnaryUnaryMultiCallable[_retrieve_service_pb2.SearchRequest, _retrieve_service_pb2.SearchResponse]
     """Searches whole notes and returns each with a snippet."""
+    GetNote: _grpc.UnaryUnaryMultiCallable[_retrieve_service_pb2.GetNoteRequest, _retrieve_service_pb2.GetNoteResponse]
+    """Reads an indexed note's text, or a range of its lines, as the index holds
+    it. A path the index does not hold is NOT_FOUND (never a file of the server).
+    """
+    ListNotes: _grpc.UnaryUnaryMultiCallable[_retrieve_service_pb2.ListNotesRequest, _retrieve_service_pb2.ListNotesResponse]
+    """Lists indexed notes by path, optionally under folders or with tags."""
+    GetNoteLinks: _grpc.UnaryUnaryMultiCallable[_retrieve_service_pb2.GetNoteLinksRequest, _retrieve_service_pb2.GetNoteLinksResponse]
+    """The wikilinks out of a note and the notes that link to it."""
 
 @_typing.type_check_only
 class RetrieveServiceAsyncStub(RetrieveServiceStub):
@@ -55,6 +63,14 @@ class RetrieveServiceAsyncStub(RetrieveServiceStub):
     """
     Search: _aio.UnaryUnaryMultiCallable[_retrieve_service_pb2.SearchRequest, _retrieve_service_pb2.SearchResponse]  # type: ignore[assignment]
     """Searches whole notes and returns each with a snippet."""
+    GetNote: _aio.UnaryUnaryMultiCallable[_retrieve_service_pb2.GetNoteRequest, _retrieve_service_pb2.GetNoteResponse]  # type: ignore[assignment]
+    """Reads an indexed note's text, or a range of its lines, as the index holds
+    it. A path the index does not hold is NOT_FOUND (never a file of the server).
+    """
+    ListNotes: _aio.UnaryUnaryMultiCallable[_retrieve_service_pb2.ListNotesRequest, _retrieve_service_pb2.ListNotesResponse]  # type: ignore[assignment]
+    """Lists indexed notes by path, optionally under folders or with tags."""
+    GetNoteLinks: _aio.UnaryUnaryMultiCallable[_retrieve_service_pb2.GetNoteLinksRequest, _retrieve_service_pb2.GetNoteLinksResponse]  # type: ignore[assignment]
+    """The wikilinks out of a note and the notes that link to it."""
 
 class RetrieveServiceServicer(metaclass=_abc_1.ABCMeta):
     """Finds what a vault says about a question: numbered passages for an answer
@@ -78,5 +94,31 @@ class RetrieveServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_retrieve_service_pb2.SearchResponse, _abc.Awaitable[_retrieve_service_pb2.SearchResponse]]:
         """Searches whole notes and returns each with a snippet."""
+
+    @_abc_1.abstractmethod
+    def GetNote(
+        self,
+        request: _retrieve_service_pb2.GetNoteRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retrieve_service_pb2.GetNoteResponse, _abc.Awaitable[_retrieve_service_pb2.GetNoteResponse]]:
+        """Reads an indexed note's text, or a range of its lines, as the index holds
+        it. A path the index does not hold is NOT_FOUND (never a file of the server).
+        """
+
+    @_abc_1.abstractmethod
+    def ListNotes(
+        self,
+        request: _retrieve_service_pb2.ListNotesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retrieve_service_pb2.ListNotesResponse, _abc.Awaitable[_retrieve_service_pb2.ListNotesResponse]]:
+        """Lists indexed notes by path, optionally under folders or with tags."""
+
+    @_abc_1.abstractmethod
+    def GetNoteLinks(
+        self,
+        request: _retrieve_service_pb2.GetNoteLinksRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retrieve_service_pb2.GetNoteLinksResponse, _abc.Awaitable[_retrieve_service_pb2.GetNoteLinksResponse]]:
+        """The wikilinks out of a note and the notes that link to it."""
 
 def add_RetrieveServiceServicer_to_server(servicer: RetrieveServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
