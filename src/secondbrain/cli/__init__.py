@@ -7,7 +7,7 @@ package holds the commands of one idea; service code is imported inside a comman
 
 from __future__ import annotations
 
-from secondbrain.cli import database, evaluation, index, query, servers
+from secondbrain.cli import assistants, database, evaluation, index, query, servers
 from secondbrain.cli.app import app
 
 app.command()(servers.serve)
@@ -18,6 +18,7 @@ app.command()(index.status)
 app.command()(query.search)
 app.command()(query.retrieve)
 app.command()(query.ask)
+app.command()(assistants.mcp)
 app.command("eval")(evaluation.evaluate)
 app.command()(database.migrate)
 app.command()(servers.health)

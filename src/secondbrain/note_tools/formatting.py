@@ -1,0 +1,85 @@
+"""What the note tools return: plain markdown a model reads well, each item with the path and lines to read or cite
+it by."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
+from secondbrain.v1 import retrieval_pb2 as common
+
+
+def _heading(heading_path: Sequence[str]) -> str:
+    return " > ".join(heading_path)
+
+
+def search_results(response: pb.SearchResponse, query: str) -> str:
+    if not response.hits:
+        return f"No note matches {query!r}."
+    lines = [f"{len(response.hits)} notes for {query!r}, best first:"]
+    for number, hit in enumerate(response.hits, start=1):
+        where = f" (under {_heading(hit.heading_path)})" if hit.heading_path else ""
+        tags = f"  tags: {', '.join('#' + t for t in hit.tags)}" if hit.tags else ""
+        lines.append(f"{number}. {hit.path}: {hit.title}{where}{tags}")
+        if hit.snippet:
+            lines.append(f"   {hit.snippet}")
+    if response.vector_arm_skipped_reason:
+        lines.append(f"(Matched by words only: {response.vector_arm_skipped_reason}.)")
+    return "\n".join(lines)
+
+
+def passage_label(passage: common.Passage) -> str:
+    heading = f" > {_heading(passage.heading_path)}" if passage.heading_path else ""
+    return f"[{passage.number}] {passage.note_path}{heading}, lines {passage.start_line}-{passage.end_line}"
+
+
+def passages(found: Sequence[common.Passage], question: str) -> str:
+    if not found:
+        return f"No passage in the notes answers {question!r}."
+    parts = [f"{len(found)} passages for {question!r}, best first. Cite them by number."]
+    parts += [f"{passage_label(p)}\n{p.text}" for p in found]
+    return "\n\n".join(parts)
+
+
+def note(response: pb.GetNoteResponse) -> str:
+    span = f"lines {response.start_line}-{response.end_line} of {response.last_line}"
+    if not response.lines_known:
+        span += " (counted from the end of the front matter until the next sync)"
+    header = f"{response.path}: {response.title}, {span}"
+    if response.tags:
+        header += f"; tags: {', '.join('#' + t for t in response.tags)}"
+    more = ""
+    if response.end_line < response.last_line:
+        more = f"\n\n(The note goes on to line {response.last_line}: read on with start_line {response.end_line + 1}.)"
+    return f"{header}\n\n{response.text}{more}"
+
+
+def note_list(response: pb.ListNotesResponse) -> str:
+    if not response.notes:
+        return "No indexed note matches."
+    lines = [f"{len(response.notes)} of {response.total} notes, by path:"]
+    for summary in response.notes:
+        tags = f"  tags: {', '.join('#' + t for t in summary.tags)}" if summary.tags else ""
+        lines.append(f"- {summary.path}: {summary.title} ({summary.last_line} lines){tags}")
+    if response.total > len(response.notes):
+        lines.append(f"({response.total - len(response.notes)} more: narrow by folder or tag, or raise the limit.)")
+    return "\n".join(lines)
+
+
+def links(response: pb.GetNoteLinksResponse) -> str:
+    def link(item: pb.NoteLink, *, outgoing: bool) -> str:
+        anchor = f"#{item.heading}" if item.heading else ""
+        embed = "!" if item.is_embed else ""
+        if outgoing:
+            named = item.path or "no indexed note"
+            return f"- line {item.line}: {embed}[[{item.target}{anchor}]] → {named}"
+        return f"- {item.path}, line {item.line}: {embed}[[{item.target}{anchor}]]"
+
+    out = [link(item, outgoing=True) for item in response.outgoing] or ["- none"]
+    back = [link(item, outgoing=False) for item in response.backlinks] or ["- none"]
+    return "\n".join([f"Links out of {response.path}:", *out, "", f"Notes linking to {response.path}:", *back])
+
+
+def answer(text: str, sources: Sequence[common.Passage]) -> str:
+    cited = "\n".join(f"- {passage_label(p)}" for p in sources)
+    return f"{text.strip()}\n\nSources:\n{cited}" if sources else text.strip()

@@ -1,0 +1,256 @@
+"""The note tools, defined once: name, a description written for a model, the JSON schema of the arguments (from a
+pydantic model, which also checks them) and a handler calling our gRPC services.
+
+A tool never raises to its caller: bad arguments, a note the index does not hold or a service that is down come back
+as a `ToolResult` marked as an error, in the sentences our API gives, so the model can correct itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import grpc
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from secondbrain.chat.v1 import chat_service_pb2 as chat_pb
+from secondbrain.chat.v1 import chat_service_pb2_grpc as chat_grpc
+from secondbrain.note_tools import formatting
+from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
+from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
+from secondbrain.v1 import retrieval_pb2 as common
+
+log = logging.getLogger(__name__)
+
+# How long one tool may wait on a service; `ask` streams a whole answer, so it gets longer.
+CALL_TIMEOUT_SECONDS = 30.0
+ASK_TIMEOUT_SECONDS = 300.0
+
+SEARCH_MODES = {"hybrid": pb.SEARCH_MODE_HYBRID, "lexical": pb.SEARCH_MODE_KEYWORD, "vector": pb.SEARCH_MODE_SEMANTIC}
+
+
+@dataclass(frozen=True)
+class NoteServices:
+    """The services the tools call, on channels that carry the API token: retrieval always, chat for `ask` (None:
+    `ask` says it is not available)."""
+
+    retrieve: pb_grpc.RetrieveServiceStub
+    chat: chat_grpc.ChatServiceStub | None = None
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    text: str
+    is_error: bool = False
+
+
+class _Arguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Filtered(_Arguments):
+    folder: str | None = Field(default=None, description="Only notes under this vault folder, e.g. 'Projects'.")
+    tag: str | None = Field(default=None, description="Only notes with this tag (without '#') or a child of it.")
+
+    def filters(self) -> common.RetrievalFilters:
+        return common.RetrievalFilters(
+            folders=[self.folder] if self.folder else [], tags=[self.tag.lstrip("#")] if self.tag else []
+        )
+
+
+class SearchNotes(_Filtered):
+    query: str = Field(description="Words or a question to find notes by.")
+    mode: Literal["hybrid", "lexical", "vector"] = Field(
+        default="hybrid", description="lexical: every word must match; vector: by meaning; hybrid: both."
+    )
+    limit: int = Field(default=10, ge=1, le=50, description="The most notes to return.")
+
+
+class RetrievePassages(_Filtered):
+    question: str = Field(description="The question the passages should answer, standing on its own.")
+    passages: int = Field(default=8, ge=1, le=20, description="How many passages to return.")
+
+
+class ReadNote(_Arguments):
+    path: str = Field(description="The note's vault-relative path, as search results and passages give it.")
+    start_line: int = Field(
+        default=0, ge=0, description="The first line to read (e.g. a passage's start line); 0: the start."
+    )
+    end_line: int = Field(default=0, ge=0, description="The last line to read, inclusive; 0: the end of the note.")
+
+
+class ListNotes(_Filtered):
+    limit: int = Field(default=100, ge=1, le=1000, description="The most notes to list.")
+
+
+class NoteLinks(_Arguments):
+    path: str = Field(description="The note's vault-relative path.")
+
+
+class Ask(_Arguments):
+    question: str = Field(description="A question about the notes, standing on its own.")
+
+
+async def _search_notes(services: NoteServices, args: SearchNotes) -> str:
+    request = pb.SearchRequest(query=args.query, mode=SEARCH_MODES[args.mode], filters=args.filters(), limit=args.limit)
+    response = await services.retrieve.Search(request, timeout=CALL_TIMEOUT_SECONDS)
+    return formatting.search_results(response, args.query)
+
+
+async def _retrieve_passages(services: NoteServices, args: RetrievePassages) -> str:
+    # The question stands on its own: no conversation to condense it against.
+    options = pb.RetrieveOptions(max_passages=args.passages, condense=False)
+    request = pb.RetrieveRequest(query=args.question, filters=args.filters(), options=options)
+    call = services.retrieve.Retrieve(request, timeout=CALL_TIMEOUT_SECONDS)
+    found = [event.passage async for event in call if event.HasField("passage")]
+    return formatting.passages(found, args.question)
+
+
+async def _read_note(services: NoteServices, args: ReadNote) -> str:
+    request = pb.GetNoteRequest(path=args.path, start_line=args.start_line, end_line=args.end_line)
+    response = await services.retrieve.GetNote(request, timeout=CALL_TIMEOUT_SECONDS)
+    return formatting.note(response)
+
+
+async def _list_notes(services: NoteServices, args: ListNotes) -> str:
+    request = pb.ListNotesRequest(filters=args.filters(), limit=args.limit)
+    response = await services.retrieve.ListNotes(request, timeout=CALL_TIMEOUT_SECONDS)
+    return formatting.note_list(response)
+
+
+async def _note_links(services: NoteServices, args: NoteLinks) -> str:
+    request = pb.GetNoteLinksRequest(path=args.path)
+    response = await services.retrieve.GetNoteLinks(request, timeout=CALL_TIMEOUT_SECONDS)
+    return formatting.links(response)
+
+
+async def _ask(services: NoteServices, args: Ask) -> str:
+    """A cited answer from the chat service's configured provider, in a conversation of its own that is deleted
+    afterwards: asking through a tool leaves nothing behind."""
+    chat = services.chat
+    if chat is None:
+        raise _ToolError("ask is not available here: no chat service is connected")
+    created = await chat.CreateConversation(
+        chat_pb.CreateConversationRequest(title=args.question[:80]), timeout=CALL_TIMEOUT_SECONDS
+    )
+    conversation = created.conversation.id
+    try:
+        request = chat_pb.SendMessageRequest(conversation_id=conversation, content=args.question)
+        text, sources = [], []
+        async for event in chat.SendMessage(request, timeout=ASK_TIMEOUT_SECONDS):
+            if event.HasField("sources"):
+                sources = list(event.sources.retrieval.passages)
+            elif event.HasField("delta"):
+                text.append(event.delta.text)
+            elif event.HasField("error"):
+                raise _ToolError(event.error.message)
+        return formatting.answer("".join(text), sources)
+    finally:
+        await chat.DeleteConversation(chat_pb.DeleteConversationRequest(id=conversation), timeout=CALL_TIMEOUT_SECONDS)
+
+
+class _ToolError(Exception):
+    """A failure the model should read, as it is."""
+
+
+@dataclass(frozen=True)
+class NoteTool:
+    name: str
+    description: str
+    arguments: type[_Arguments]
+    handler: Callable[[NoteServices, Any], Awaitable[str]]
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        schema = self.arguments.model_json_schema()
+        schema.pop("title", None)
+        for field in schema.get("properties", {}).values():
+            field.pop("title", None)
+        return schema
+
+
+NOTE_TOOLS: dict[str, NoteTool] = {
+    tool.name: tool
+    for tool in (
+        NoteTool(
+            "search_notes",
+            "Find notes in the user's vault by words or meaning. Returns note paths with titles, tags and a snippet "
+            "around the best match, best first. Use it to find which notes are about something.",
+            SearchNotes,
+            _search_notes,
+        ),
+        NoteTool(
+            "retrieve_passages",
+            "Get numbered passages from the user's notes that answer a question, each with its note path, heading "
+            "and line range. Use it to answer from the notes; cite passages by their number and path.",
+            RetrievePassages,
+            _retrieve_passages,
+        ),
+        NoteTool(
+            "read_note",
+            "Read a note's text, whole or a range of its lines (line numbers as passages give them). Use it to "
+            "read more around a passage or a whole note a search found.",
+            ReadNote,
+            _read_note,
+        ),
+        NoteTool(
+            "list_notes",
+            "List the notes in the vault by path, optionally only under a folder or with a tag.",
+            ListNotes,
+            _list_notes,
+        ),
+        NoteTool(
+            "note_links",
+            "Show a note's [[wikilinks]] (which notes it links to) and its backlinks (which notes link to it).",
+            NoteLinks,
+            _note_links,
+        ),
+        NoteTool(
+            "ask",
+            "Ask secondbrain itself: a cited answer written from the notes by its configured model (or quoted "
+            "from the notes when none is configured).",
+            Ask,
+            _ask,
+        ),
+    )
+}
+
+
+async def call_tool(services: NoteServices, name: str, arguments: dict[str, Any] | None) -> ToolResult:
+    """Run the tool `name` with `arguments`; every failure is a ToolResult marked as an error."""
+    tool = NOTE_TOOLS.get(name)
+    if tool is None:
+        return ToolResult(f"there is no tool {name!r}; the tools are {', '.join(NOTE_TOOLS)}", is_error=True)
+    try:
+        args = tool.arguments.model_validate(arguments or {})
+    except ValidationError as error:
+        return ToolResult(f"{name}: {_problems(error)}", is_error=True)
+    try:
+        return ToolResult(await tool.handler(services, args))
+    except grpc.aio.AioRpcError as error:
+        return ToolResult(_rpc_problem(error), is_error=True)
+    except _ToolError as error:
+        return ToolResult(str(error), is_error=True)
+    except Exception:
+        log.exception("the note tool %s failed", name)
+        return ToolResult(f"{name} failed unexpectedly; the server's log says why", is_error=True)
+
+
+def _problems(error: ValidationError) -> str:
+    """One sentence per problem, naming the argument: what a model can correct."""
+    problems = []
+    for problem in error.errors():
+        where = ".".join(str(part) for part in problem["loc"]) or "the arguments"
+        message = "is required" if problem["type"] == "missing" else problem["msg"].lower()
+        if problem["type"] == "extra_forbidden":
+            message = "is not an argument of this tool"
+        problems.append(f"{where} {message}")
+    return "; ".join(problems)
+
+
+def _rpc_problem(error: grpc.aio.AioRpcError) -> str:
+    if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return f"the notes service did not answer ({error.details() or error.code().name}); try again shortly"
+    return error.details() or error.code().name
