@@ -26,6 +26,9 @@ SERVICES = {
 
 _PATH_PARAMETER = re.compile(r"\{(\w+)\}")
 
+# Beside the REST API, behind the same token: the note tools over MCP's streamable HTTP (gateway/mcp_door.py).
+MCP_PATH = "/mcp"
+
 
 @dataclass(frozen=True)
 class Endpoint:

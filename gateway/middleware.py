@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
+from secondbrain.gateway.endpoints import MCP_PATH
 from secondbrain.gateway.http_errors import error_response
 from secondbrain.service.auth import HEADER, REFUSED, token_matches
 
@@ -51,9 +52,9 @@ class SecurityHeaders:
 
 
 class TokenGuard:
-    """Pure ASGI middleware (it never buffers a stream): `/api/` needs the token when one is configured, except
-    OPEN_API_PATHS; a preflight that reached here came from an origin Envoy does not allow, and is refused with the
-    fix."""
+    """Pure ASGI middleware (it never buffers a stream): `/api/` and `/mcp` need the token when one is configured,
+    except OPEN_API_PATHS; a preflight that reached here came from an origin Envoy does not allow, and is refused with
+    the fix."""
 
     def __init__(self, app: ASGIApp, token: str | None) -> None:
         self.app = app
@@ -73,7 +74,7 @@ class TokenGuard:
             )
         elif (
             self.token
-            and request.url.path.startswith("/api/")
+            and (request.url.path.startswith("/api/") or request.url.path == MCP_PATH)
             and request.url.path not in OPEN_API_PATHS
             and not token_matches(request.headers.get(HEADER), self.token)
         ):

@@ -30,8 +30,9 @@ from starlette.types import ASGIApp
 
 from secondbrain.errors import InvalidInput
 from secondbrain.gateway.backends import Backends
-from secondbrain.gateway.endpoints import ENDPOINTS, Endpoint
+from secondbrain.gateway.endpoints import ENDPOINTS, MCP_PATH, Endpoint
 from secondbrain.gateway.http_errors import HttpError, error_response, from_rpc_error, not_found
+from secondbrain.gateway.mcp_door import McpDoor
 from secondbrain.gateway.middleware import SecurityHeaders, TokenGuard
 from secondbrain.gateway.openapi import openapi_document
 from secondbrain.gateway.proto_json import to_json
@@ -146,7 +147,10 @@ def create_app(
         Route(endpoint.path, _handler(endpoint, backends, body_timeout), methods=[endpoint.method])
         for endpoint in ENDPOINTS
     ]
+    # The note tools for assistants (MCP over streamable HTTP): GET, POST and DELETE.
+    mcp = McpDoor(backends)
     routes += [
+        Route(MCP_PATH, mcp),
         Route("/api/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
@@ -161,7 +165,8 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             await backends.close()
 
