@@ -1,5 +1,5 @@
 """`secondbrain mcp` through the official MCP SDK's client over stdio: the client spawns the command as Claude
-Desktop or Claude Code would, lists the tools and resources, and calls every tool on an indexed vault; failures come
+Desktop or Claude Code would, lists the tools and resources, and calls every tool on the demo vault; failures come
 back as tool errors in our API's words."""
 
 from __future__ import annotations
@@ -12,27 +12,17 @@ from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 
 from tests.command import run_secondbrain
 
-NOTES = {
-    "Projects/Kitchen Renovation.md": (
-        "---\ntags: [project]\n---\n# Kitchen Renovation\n\n## Worktop\n"
-        "We chose a 30 mm quartz composite worktop, pale grey.\nSee [[Suppliers]].\n"
-    ),
-    "Areas/Suppliers.md": "# Suppliers\n\nCosta & Filhos cut the quartz worktop.\n",
-    "Journal/2026-01-20.md": "Rui starts the electrics for the [[Kitchen Renovation]] on 3 February.\n",
-}
+DEMO_VAULT = Path(__file__).resolve().parents[1] / "demo" / "vault"
+KITCHEN = "Projects/Kitchen Renovation.md"
 
 
 @pytest.fixture
-async def mcp_env(service_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    """An indexed vault, no API keys (so `ask` quotes the notes), and no service answering (ports 9): the command
-    serves retrieve and chat in its own process."""
-    vault = tmp_path / "vault"
-    for path, text in NOTES.items():
-        (vault / path).parent.mkdir(parents=True, exist_ok=True)
-        (vault / path).write_text(text, encoding="utf-8")
+async def mcp_env(service_env: dict[str, str]) -> dict[str, str]:
+    """The demo vault indexed, no API keys (so `ask` quotes the notes), and no service answering (ports 9): the
+    command serves retrieve and chat in its own process."""
     env = {key: value for key, value in service_env.items() if not key.endswith("_API_KEY") and key != "OLLAMA_URL"}
     env.update(SECONDBRAIN_CHAT_PORT="9", SECONDBRAIN_RETRIEVE_PORT="9", SECONDBRAIN_INGEST_PORT="9")
-    code, _, stderr = await run_secondbrain("ingest", str(vault), env=env)
+    code, _, stderr = await run_secondbrain("ingest", str(DEMO_VAULT), env=env)
     assert code == 0, stderr
     return env
 
@@ -52,28 +42,27 @@ async def test_an_assistant_lists_and_calls_every_note_tool(mcp_env: dict[str, s
         assert tools["read_note"].input_schema["required"] == ["path"]
         assert tools["search_notes"].annotations and tools["search_notes"].annotations.read_only_hint
 
-        found = await session.call_tool("search_notes", {"query": "quartz worktop"})
-        assert not found.is_error and "Projects/Kitchen Renovation.md" in found.content[0].text
+        found = await session.call_tool("search_notes", {"query": "kitchen worktop"})
+        assert not found.is_error and found.content[0].text.splitlines()[1].startswith(f"1. {KITCHEN}: ")
 
-        passages = await session.call_tool("retrieve_passages", {"question": "What worktop did we choose?"})
+        question = "What did we decide about the kitchen worktop?"
+        passages = await session.call_tool("retrieve_passages", {"question": question, "passages": 3})
         text = passages.content[0].text
-        assert not passages.is_error and "[1] " in text and "quartz composite" in text, text
+        assert not passages.is_error and f"[1] {KITCHEN}" in text and "quartz composite" in text, text
 
-        lines = await session.call_tool("read_note", {"path": "Projects/Kitchen Renovation.md", "start_line": 7})
-        worktop = "We chose a 30 mm quartz composite worktop, pale grey.\nSee [[Suppliers]]."
-        assert lines.content[0].text.endswith(worktop)
-        assert "lines 7-8 of 8" in lines.content[0].text
+        lines = await session.call_tool("read_note", {"path": KITCHEN, "start_line": 15, "end_line": 16})
+        assert "lines 15-16 of " in lines.content[0].text and "quartz composite" in lines.content[0].text
 
         listed = await session.call_tool("list_notes", {"folder": "Journal"})
-        assert "Journal/2026-01-20.md" in listed.content[0].text and "Suppliers" not in listed.content[0].text
+        assert "Journal/2026-01-20.md" in listed.content[0].text and "2 of 2 notes" in listed.content[0].text
 
-        links = await session.call_tool("note_links", {"path": "Projects/Kitchen Renovation.md"})
-        assert "[[Suppliers]] → Areas/Suppliers.md" in links.content[0].text
-        assert "Journal/2026-01-20.md, line 1" in links.content[0].text
+        links = await session.call_tool("note_links", {"path": KITCHEN})
+        assert "[[Journal/2026-01-20]] → Journal/2026-01-20.md" in links.content[0].text
+        assert "- README.md, line 8: [[Projects/Kitchen Renovation]]" in links.content[0].text
 
-        answer = await session.call_tool("ask", {"question": "Who cut the worktop?"})
-        assert not answer.is_error and "Costa & Filhos" in answer.content[0].text
-        assert "Sources:" in answer.content[0].text
+        answer = await session.call_tool("ask", {"question": question})
+        assert not answer.is_error and "quartz" in answer.content[0].text
+        assert f"Sources:\n- [1] {KITCHEN}" in answer.content[0].text
 
 
 async def test_failures_are_tool_errors_a_model_can_act_on(mcp_env: dict[str, str]) -> None:
@@ -81,7 +70,7 @@ async def test_failures_are_tool_errors_a_model_can_act_on(mcp_env: dict[str, st
         await session.initialize()
         missing = await session.call_tool("read_note", {"path": "/etc/passwd"})
         assert missing.is_error and "the index holds no note at '/etc/passwd'" in missing.content[0].text
-        bad = await session.call_tool("read_note", {"path": "Areas/Suppliers.md", "start_line": "seven"})
+        bad = await session.call_tool("read_note", {"path": KITCHEN, "start_line": "seven"})
         assert bad.is_error and bad.content[0].text.startswith("read_note: start_line "), bad.content[0].text
         unknown = await session.call_tool("delete_everything", {})
         assert unknown.is_error and "there is no tool 'delete_everything'" in unknown.content[0].text
@@ -95,12 +84,12 @@ async def test_notes_are_resources(mcp_env: dict[str, str]) -> None:
     async with stdio_client(server(mcp_env)) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         resources = {resource.name: resource for resource in (await session.list_resources()).resources}
-        kitchen = resources["Projects/Kitchen Renovation.md"]
+        kitchen = resources[KITCHEN]
         assert kitchen.uri == "note://Projects/Kitchen%20Renovation.md" and kitchen.title == "Kitchen Renovation"
         templates = (await session.list_resource_templates()).resource_templates
         assert [t.uri_template for t in templates] == ["note://{+path}"]
         read_back = await session.read_resource(kitchen.uri)
-        assert read_back.contents[0].text.startswith("# Kitchen Renovation")
+        assert read_back.contents[0].text.startswith("# Kitchen Renovation\n")
         with pytest.raises(MCPError) as missing:
             await session.read_resource("note://Nowhere.md")
         assert "holds no note" in missing.value.error.message
