@@ -62,7 +62,7 @@ async def test_an_assistant_lists_and_calls_every_note_tool(mcp_env: dict[str, s
 
         answer = await session.call_tool("ask", {"question": question})
         assert not answer.is_error and "quartz" in answer.content[0].text
-        assert f"Sources:\n- [1] {KITCHEN}" in answer.content[0].text
+        assert "\n\nSources:\n" in answer.content[0].text and f"- [1] {KITCHEN}" in answer.content[0].text
 
 
 async def test_failures_are_tool_errors_a_model_can_act_on(mcp_env: dict[str, str]) -> None:
