@@ -80,11 +80,11 @@ async def main(directory: Path) -> None:
         "",
         table(["published system", "ndcg@10"], [[who, f"{value:.3f}"] for who, value in PUBLISHED_SCIFACT]),
         "",
+        *skipped,
+        "",
         f"Train split ({train.questions} queries, the split retrieval was tuned on):",
         "",
         table(["system", *MEASURES, "time for all queries"], trained),
-        "",
-        *skipped,
     ])  # fmt: skip
     write_section("scifact", "Retrieval quality: BEIR SciFact", body)
 
