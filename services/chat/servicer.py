@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from typing import TypeVar
 
 import grpc
 from google.protobuf import json_format
@@ -21,9 +22,12 @@ from secondbrain.chat.turn import Delta, Done, Error, Sources, TurnEvent
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.errors import ResourceExhausted, Unavailable
-from secondbrain.service.convert import ROLE_VALUES, timestamp
+from secondbrain.llm import ChatMessage
+from secondbrain.service.convert import ROLE_VALUES, ROLE_WORDS, timestamp
 from secondbrain.service.error_mapping import status_for
 from secondbrain.v1 import retrieval_pb2 as common
+
+Event = TypeVar("Event", pb.SendMessageResponse, pb.AnswerResponse)
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ChatService"].full_name
 
@@ -105,18 +109,17 @@ def conversation_message(row: store.ConversationRow, messages: list[store.Messag
     )
 
 
-def turn_event(event: TurnEvent) -> pb.SendMessageResponse:
-    """One domain event of a turn as the stream's event, one to one (so a gateway maps each to one SSE event)."""
+def turn_event(event: TurnEvent, message: type[Event] = pb.SendMessageResponse) -> Event:
+    """One domain event of a turn as the stream's event, one to one (so a gateway maps each to one SSE event).
+    `message` is SendMessage's event or Answer's, which has the same fields."""
     if isinstance(event, Sources):
-        return pb.SendMessageResponse(
-            sources=pb.SourcesEvent(user_message_id=str(event.user_message_id), retrieval=event.retrieval)
-        )
+        return message(sources=pb.SourcesEvent(user_message_id=_id(event.user_message_id), retrieval=event.retrieval))
     if isinstance(event, Delta):
-        return pb.SendMessageResponse(delta=pb.DeltaEvent(text=event.text))
+        return message(delta=pb.DeltaEvent(text=event.text))
     if isinstance(event, Done):
-        return pb.SendMessageResponse(
+        return message(
             done=pb.DoneEvent(
-                message_id=str(event.message_id),
+                message_id=_id(event.message_id),
                 usage=pb.Usage(input_tokens=event.usage.input_tokens, output_tokens=event.usage.output_tokens),
                 timings=[common.StageTiming(stage=stage, milliseconds=ms) for stage, ms in event.timings],
                 provider=event.provider,
@@ -124,14 +127,19 @@ def turn_event(event: TurnEvent) -> pb.SendMessageResponse:
             )
         )
     assert isinstance(event, Error)
-    return pb.SendMessageResponse(
+    return message(
         error=pb.ErrorEvent(
             code=status_for(event.error).name,
             message=str(event.error),
             retryable=isinstance(event.error, RETRYABLE),
-            message_id=str(event.message_id),
+            message_id=_id(event.message_id),
         )
     )
+
+
+def _id(value: int | None) -> str:
+    """A stored message's id as the API spells it; empty for a turn that stores nothing."""
+    return "" if value is None else str(value)
 
 
 class ChatServicer(pb_grpc.ChatServiceServicer):
@@ -205,3 +213,20 @@ class ChatServicer(pb_grpc.ChatServiceServicer):
         async with contextlib.aclosing(turn) as events:
             async for event in events:
                 yield turn_event(event)
+
+    async def Answer(
+        self, request: pb.AnswerRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.AnswerResponse]:
+        self.limiter.check(client_of(context, self.limiter.trusted_hops))
+        history = [ChatMessage(ROLE_WORDS.get(m.role, "unknown"), m.content) for m in request.history]
+        turn = self.chat.turns.answer(
+            request.content,
+            history,  # type: ignore[arg-type]
+            list(request.filters.folders),
+            list(request.filters.tags),
+            request.provider,
+            request.model,
+        )
+        async with contextlib.aclosing(turn) as events:
+            async for event in events:
+                yield turn_event(event, pb.AnswerResponse)

@@ -138,6 +138,16 @@ class ChatSettings:
         preset = self.catalog.presets.provider(provider)
         return preset.model(model) if preset is not None else None
 
+    def with_model(self, settings: ResolvedSettings, provider: str, model: str) -> ResolvedSettings:
+        """`settings` answering with `provider` (empty: theirs) and `model` (empty: the settings' own model for their
+        provider, else the provider's default); raises InvalidInput naming the choices, as an update would."""
+        provider = provider or settings.provider
+        if not model:
+            preset = self.catalog.presets.provider(provider)
+            model = settings.model if provider == settings.provider else preset.default_model if preset else ""
+        self.catalog.check(provider, model)
+        return replace(settings, provider=provider, model=model)
+
     async def get(self) -> ResolvedSettings:
         async with self.db.pool.acquire(timeout=store.STATEMENT_TIMEOUT) as connection:
             return self.resolve(await store.fetch_settings(connection))

@@ -38,7 +38,7 @@ from secondbrain.chat import store
 from secondbrain.chat.citations import check_citations
 from secondbrain.chat.prompt import build_request
 from secondbrain.chat.retrieve_client import RetrieveClient, RetrieveOptions
-from secondbrain.chat.settings import ChatSettings
+from secondbrain.chat.settings import ChatSettings, ResolvedSettings
 from secondbrain.db import Database
 from secondbrain.errors import InvalidInput, NotFound, SecondbrainError
 from secondbrain.llm import ChatMessage, ProviderCatalog, TextDelta, Usage
@@ -55,8 +55,10 @@ T = TypeVar("T")
 
 # The same bound the retrieve service puts on a query: a question longer than this is a paste, not a question.
 MAX_QUESTION_CHARS = 8_000
-# Earlier messages read from the database per turn; the token budget then keeps the most recent that fit.
+# Earlier messages read from the database per turn (or taken from a caller that keeps its own history); the token
+# budget then keeps the most recent that fit.
 HISTORY_MESSAGES = 200
+MAX_HISTORY_CHARS = 400_000
 # Retrieve condenses against the last few turns only (and caps what it accepts), so it is sent only those, each cut.
 RETRIEVE_HISTORY_MESSAGES = 12
 RETRIEVE_HISTORY_CHARS = 2_000
@@ -79,7 +81,8 @@ STORE_DEADLINE_SECONDS = 3 * store.STATEMENT_TIMEOUT
 class Sources:
     """Always the first event: what the answer will read."""
 
-    user_message_id: int
+    # None for a turn that is not stored (`Turns.answer`), as in Done and Error.
+    user_message_id: int | None
     retrieval: common.RetrievalResult
 
 
@@ -92,7 +95,7 @@ class Delta:
 class Done:
     """The last event of a turn that finished. Timings in ms: retrieval, first_token (from the request), total."""
 
-    message_id: int
+    message_id: int | None
     usage: Usage
     timings: list[tuple[str, float]]
     provider: str
@@ -105,7 +108,7 @@ class Error:
     """The last event of a turn that failed after its question was stored."""
 
     error: SecondbrainError
-    message_id: int
+    message_id: int | None
 
 
 TurnEvent = Sources | Delta | Done | Error
@@ -127,6 +130,19 @@ def validate_question(content: str) -> str:
     if len(text) > MAX_QUESTION_CHARS:
         raise InvalidInput(f"the message is {len(text)} characters long; keep it under {MAX_QUESTION_CHARS}")
     return text
+
+
+def validate_history(history: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """A caller's history, checked as a stored one would be: at most HISTORY_MESSAGES messages, each a user's or an
+    assistant's, together at most MAX_HISTORY_CHARS characters."""
+    if len(history) > HISTORY_MESSAGES:
+        raise InvalidInput(f"the history has {len(history)} messages; send at most the last {HISTORY_MESSAGES}")
+    if sum(len(message.content) for message in history) > MAX_HISTORY_CHARS:
+        raise InvalidInput(f"the history is over {MAX_HISTORY_CHARS:,} characters; send fewer or shorter messages")
+    for message in history:
+        if message.role not in ("user", "assistant"):
+            raise InvalidInput(f"a history message's role is {message.role!r}: it must be 'user' or 'assistant'")
+    return list(history)
 
 
 def parse_conversation_id(value: str) -> uuid.UUID:
@@ -185,6 +201,8 @@ class _Answer:
     provider: str = ""
     model: str = ""
     usage: Usage | None = None
+    retrieval_ms: float = 0.0
+    first_token_ms: float | None = None
 
 
 class Turns:
@@ -215,41 +233,15 @@ class Turns:
             await self._store_cancelled(message_id, answer)
             raise asyncio.CancelledError
 
+        # aclosing: when this turn is closed or cancelled mid-answer, so is the provider's stream, before the answer
+        # is stored as cancelled.
+        respond = self._respond(
+            question, earlier, opened.persona, settings, folders, tags, answer, opened.user_message_id, started
+        )
         try:
-            retrieval_started = time.perf_counter()
-            answer.retrieval = await self.retrieve.retrieve(
-                question,
-                [ChatMessage(m.role, m.content[:RETRIEVE_HISTORY_CHARS]) for m in earlier[-RETRIEVE_HISTORY_MESSAGES:]],
-                folders,
-                tags,
-                RetrieveOptions(settings.passages, settings.alternates, settings.rerank, settings.rerank_model),
-            )
-            retrieval_ms = (time.perf_counter() - retrieval_started) * 1000
-            yield Sources(opened.user_message_id, answer.retrieval)
-
-            preset = self.settings.model(settings.provider, settings.model)
-            request, _ = build_request(
-                model=settings.model,
-                context_window=preset.context_window if preset is not None else 0,
-                base_prompt=settings.system_prompt,
-                persona_definition=opened.persona.definition if opened.persona is not None else "",
-                passages=answer.retrieval.passages,
-                history=earlier,
-                question=question,
-            )
-            provider = self.catalog.provider(settings.provider)
-            first_token_ms: float | None = None
-            # aclosing: when this generator is closed or cancelled mid-answer, the provider's stream (and its HTTP
-            # request) is closed right away, not whenever it is garbage-collected.
-            async with contextlib.aclosing(provider.stream(request)) as events:
+            async with contextlib.aclosing(respond) as events:
                 async for event in events:
-                    if isinstance(event, TextDelta):
-                        if first_token_ms is None:
-                            first_token_ms = (time.perf_counter() - started) * 1000
-                        answer.parts.append(event.text)
-                        yield Delta(event.text)
-                    elif isinstance(event, Usage):
-                        answer.usage = event
+                    yield event
         except SecondbrainError as error:
             CHAT_TURNS.labels("error").inc()
             log.info("turn failed", extra={"conversation": conversation_id, "error": str(error)})
@@ -268,16 +260,104 @@ class Turns:
             raise
 
         cited = await self._store(message_id, answer, error="")
+        yield self._done(message_id, answer, cited, started)
+
+    async def answer(
+        self,
+        content: str,
+        history: Sequence[ChatMessage],
+        folders: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        provider: str = "",
+        model: str = "",
+    ) -> AsyncIterator[TurnEvent]:
+        """A turn that is not stored: the question with the history its caller keeps, answered by the settings'
+        provider and model (or `provider`/`model`, checked as the settings check them) in the settings' persona.
+        The events are `send`'s, their message ids None."""
+        started = time.perf_counter()
+        question = validate_question(content)
+        earlier = validate_history(history)
+        settings = await self.settings.get()
+        if provider or model:
+            settings = self.settings.with_model(settings, provider, model)
+        async with self.db.pool.acquire(timeout=store.STATEMENT_TIMEOUT) as connection:
+            persona = await store.get_persona(connection, settings.persona_id)
+        answer = _Answer(provider=settings.provider, model=settings.model)
+        respond = self._respond(question, earlier, persona, settings, folders, tags, answer, None, started)
+        try:
+            async with contextlib.aclosing(respond) as events:
+                async for event in events:
+                    yield event
+        except SecondbrainError as error:
+            CHAT_TURNS.labels("error").inc()
+            log.info("answer failed", extra={"error": str(error)})
+            yield Error(error, None)
+            return
+        valid = [p.number for p in answer.retrieval.passages] if answer.retrieval is not None else []
+        yield self._done(None, answer, check_citations("".join(answer.parts), valid).cited, started)
+
+    async def _respond(
+        self,
+        question: str,
+        earlier: list[ChatMessage],
+        persona: store.PersonaRow | None,
+        settings: ResolvedSettings,
+        folders: Sequence[str],
+        tags: Sequence[str],
+        answer: _Answer,
+        user_message_id: int | None,
+        started: float,
+    ) -> AsyncIterator[Sources | Delta]:
+        """What every turn does, stored or not: retrieve, then stream the model's answer, filling in `answer` as it
+        comes. Raises SecondbrainError when retrieval or the provider fails."""
+        retrieval_started = time.perf_counter()
+        answer.retrieval = await self.retrieve.retrieve(
+            question,
+            [ChatMessage(m.role, m.content[:RETRIEVE_HISTORY_CHARS]) for m in earlier[-RETRIEVE_HISTORY_MESSAGES:]],
+            folders,
+            tags,
+            RetrieveOptions(settings.passages, settings.alternates, settings.rerank, settings.rerank_model),
+        )
+        answer.retrieval_ms = (time.perf_counter() - retrieval_started) * 1000
+        yield Sources(user_message_id, answer.retrieval)
+
+        preset = self.settings.model(settings.provider, settings.model)
+        request, _ = build_request(
+            model=settings.model,
+            context_window=preset.context_window if preset is not None else 0,
+            base_prompt=settings.system_prompt,
+            persona_definition=persona.definition if persona is not None else "",
+            passages=answer.retrieval.passages,
+            history=earlier,
+            question=question,
+        )
+        provider = self.catalog.provider(settings.provider)
+        # aclosing: when this generator is closed or cancelled mid-answer, the provider's stream (and its HTTP
+        # request) is closed right away, not whenever it is garbage-collected.
+        async with contextlib.aclosing(provider.stream(request)) as events:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    if answer.first_token_ms is None:
+                        answer.first_token_ms = (time.perf_counter() - started) * 1000
+                    answer.parts.append(event.text)
+                    yield Delta(event.text)
+                elif isinstance(event, Usage):
+                    answer.usage = event
+
+    @staticmethod
+    def _done(message_id: int | None, answer: _Answer, cited: list[int], started: float) -> Done:
+        """The last event of a turn that finished, its metrics recorded."""
         usage = answer.usage or Usage(0, 0, "", answer.model)
         total_ms = (time.perf_counter() - started) * 1000
-        timings = [("retrieval", retrieval_ms), ("first_token", first_token_ms or total_ms), ("total", total_ms)]
+        first_token_ms = answer.first_token_ms or total_ms
+        timings = [("retrieval", answer.retrieval_ms), ("first_token", first_token_ms), ("total", total_ms)]
         model = usage.model or answer.model
         CHAT_TURNS.labels("complete").inc()
-        PROVIDER_FIRST_TOKEN.labels(answer.provider, model).observe((first_token_ms or total_ms) / 1000)
+        PROVIDER_FIRST_TOKEN.labels(answer.provider, model).observe(first_token_ms / 1000)
         PROVIDER_TURN.labels(answer.provider, model).observe(total_ms / 1000)
         PROVIDER_TOKENS.labels(answer.provider, model, "input").inc(usage.input_tokens)
         PROVIDER_TOKENS.labels(answer.provider, model, "output").inc(usage.output_tokens)
-        yield Done(message_id, usage, timings, answer.provider, usage.model or answer.model, cited)
+        return Done(message_id, usage, timings, answer.provider, model, cited)
 
     async def _open(self, conversation: uuid.UUID, question: str) -> _Opened | None:
         """Read what the turn needs and store its question with the answer's placeholder; None: no conversation.

@@ -26,6 +26,8 @@ REQUEST_BYTES: dict[str, int] = {
     # long text gets the chat service's own reason (the question is over 8,000 characters), not a size refusal.
     "/secondbrain.chat.v1.ChatService/UpdateSettings": 1 * MIB,
     "/secondbrain.chat.v1.ChatService/SendMessage": 1 * MIB,
+    # A caller's own history: up to 400,000 characters (chat's MAX_HISTORY_CHARS), up to four bytes each in UTF-8.
+    "/secondbrain.chat.v1.ChatService/Answer": 2 * MIB,
 }
 
 # What the server sends back is ours, and can be large (a long conversation, many passages).

@@ -788,6 +788,50 @@ class SendMessageRequest(_message.Message):
 Global___SendMessageRequest: _TypeAlias = SendMessageRequest  # noqa: Y015
 
 @_typing.final
+class AnswerRequest(_message.Message):
+    """A question answered without a stored conversation."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONTENT_FIELD_NUMBER: _builtins.int
+    HISTORY_FIELD_NUMBER: _builtins.int
+    FILTERS_FIELD_NUMBER: _builtins.int
+    PROVIDER_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    content: _builtins.str
+    """The question."""
+    provider: _builtins.str
+    """The provider to answer with; empty takes the settings' provider."""
+    model: _builtins.str
+    """The model; empty takes the settings' model (or, with a provider given,
+    that provider's default model).
+    """
+    @_builtins.property
+    def history(self) -> _containers.RepeatedCompositeFieldContainer[_retrieval_pb2.HistoryMessage]:
+        """The earlier messages, oldest first, as the caller keeps them."""
+
+    @_builtins.property
+    def filters(self) -> _retrieval_pb2.RetrievalFilters:
+        """Filters that narrow retrieval to part of the vault."""
+
+    def __init__(
+        self,
+        *,
+        content: _builtins.str = ...,
+        history: _abc.Iterable[_retrieval_pb2.HistoryMessage] | None = ...,
+        filters: _retrieval_pb2.RetrievalFilters | None = ...,
+        provider: _builtins.str = ...,
+        model: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "filters", b"filters", "history", b"history", "model", b"model", "provider", b"provider"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AnswerRequest: _TypeAlias = AnswerRequest  # noqa: Y015
+
+@_typing.final
 class SourcesEvent(_message.Message):
     """The first event of a turn: what the answer will read."""
 
@@ -956,3 +1000,47 @@ class SendMessageResponse(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
 Global___SendMessageResponse: _TypeAlias = SendMessageResponse  # noqa: Y015
+
+@_typing.final
+class AnswerResponse(_message.Message):
+    """One event of an answer (the events of SendMessageResponse)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SOURCES_FIELD_NUMBER: _builtins.int
+    DELTA_FIELD_NUMBER: _builtins.int
+    DONE_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def sources(self) -> Global___SourcesEvent:
+        """What the answer will read, always first."""
+
+    @_builtins.property
+    def delta(self) -> Global___DeltaEvent:
+        """A piece of the answer."""
+
+    @_builtins.property
+    def done(self) -> Global___DoneEvent:
+        """The answer finished, always last on success."""
+
+    @_builtins.property
+    def error(self) -> Global___ErrorEvent:
+        """The answer failed, always last on failure."""
+
+    def __init__(
+        self,
+        *,
+        sources: Global___SourcesEvent | None = ...,
+        delta: Global___DeltaEvent | None = ...,
+        done: Global___DoneEvent | None = ...,
+        error: Global___ErrorEvent | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "done", b"done", "error", b"error", "event", b"event", "sources", b"sources"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "done", b"done", "error", b"error", "event", b"event", "sources", b"sources"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["sources", "delta", "done", "error"]  # noqa: Y015
+    _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
+
+Global___AnswerResponse: _TypeAlias = AnswerResponse  # noqa: Y015

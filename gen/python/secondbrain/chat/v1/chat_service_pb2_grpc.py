@@ -80,6 +80,11 @@ class ChatServiceStub:
                 request_serializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.SendMessageRequest.SerializeToString,
                 response_deserializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.SendMessageResponse.FromString,
                 _registered_method=True)
+        self.Answer = channel.unary_stream(
+                '/secondbrain.chat.v1.ChatService/Answer',
+                request_serializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.AnswerRequest.SerializeToString,
+                response_deserializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.AnswerResponse.FromString,
+                _registered_method=True)
 
 
 class ChatServiceServicer:
@@ -150,6 +155,16 @@ class ChatServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Answer(self, request, context):
+        """Answers one question with the history the caller keeps, with the events
+        SendMessage streams; nothing is stored, and the ids in its events are
+        empty. For clients that keep their own conversations (the
+        OpenAI-compatible endpoint).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ChatServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -197,6 +212,11 @@ def add_ChatServiceServicer_to_server(servicer, server):
                     servicer.SendMessage,
                     request_deserializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.SendMessageRequest.FromString,
                     response_serializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.SendMessageResponse.SerializeToString,
+            ),
+            'Answer': grpc.unary_stream_rpc_method_handler(
+                    servicer.Answer,
+                    request_deserializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.AnswerRequest.FromString,
+                    response_serializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.AnswerResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -443,6 +463,33 @@ class ChatService:
             '/secondbrain.chat.v1.ChatService/SendMessage',
             secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.SendMessageRequest.SerializeToString,
             secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.SendMessageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Answer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/secondbrain.chat.v1.ChatService/Answer',
+            secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.AnswerRequest.SerializeToString,
+            secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.AnswerResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -53,6 +53,12 @@ class ChatServiceStub:
     """Sends a message and streams the answer. The stream is the product:
     sources first, then text deltas, then done (or error).
     """
+    Answer: _grpc.UnaryStreamMultiCallable[_chat_service_pb2.AnswerRequest, _chat_service_pb2.AnswerResponse]
+    """Answers one question with the history the caller keeps, with the events
+    SendMessage streams; nothing is stored, and the ids in its events are
+    empty. For clients that keep their own conversations (the
+    OpenAI-compatible endpoint).
+    """
 
 @_typing.type_check_only
 class ChatServiceAsyncStub(ChatServiceStub):
@@ -78,6 +84,12 @@ class ChatServiceAsyncStub(ChatServiceStub):
     SendMessage: _aio.UnaryStreamMultiCallable[_chat_service_pb2.SendMessageRequest, _chat_service_pb2.SendMessageResponse]  # type: ignore[assignment]
     """Sends a message and streams the answer. The stream is the product:
     sources first, then text deltas, then done (or error).
+    """
+    Answer: _aio.UnaryStreamMultiCallable[_chat_service_pb2.AnswerRequest, _chat_service_pb2.AnswerResponse]  # type: ignore[assignment]
+    """Answers one question with the history the caller keeps, with the events
+    SendMessage streams; nothing is stored, and the ids in its events are
+    empty. For clients that keep their own conversations (the
+    OpenAI-compatible endpoint).
     """
 
 class ChatServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -155,6 +167,18 @@ class ChatServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_chat_service_pb2.SendMessageResponse], _abc.AsyncIterator[_chat_service_pb2.SendMessageResponse]]:
         """Sends a message and streams the answer. The stream is the product:
         sources first, then text deltas, then done (or error).
+        """
+
+    @_abc_1.abstractmethod
+    def Answer(
+        self,
+        request: _chat_service_pb2.AnswerRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_chat_service_pb2.AnswerResponse], _abc.AsyncIterator[_chat_service_pb2.AnswerResponse]]:
+        """Answers one question with the history the caller keeps, with the events
+        SendMessage streams; nothing is stored, and the ids in its events are
+        empty. For clients that keep their own conversations (the
+        OpenAI-compatible endpoint).
         """
 
 def add_ChatServiceServicer_to_server(servicer: ChatServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
