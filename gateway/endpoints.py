@@ -28,6 +28,8 @@ _PATH_PARAMETER = re.compile(r"\{(\w+)\}")
 
 # Beside the REST API, behind the same token: the note tools over MCP's streamable HTTP (gateway/mcp_door.py).
 MCP_PATH = "/mcp"
+# And the OpenAI-compatible chat API (gateway/openai_compat.py).
+OPENAI_PREFIX = "/v1/"
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
-from secondbrain.gateway.endpoints import MCP_PATH
+from secondbrain.gateway.endpoints import MCP_PATH, OPENAI_PREFIX
 from secondbrain.gateway.http_errors import error_response
+from secondbrain.gateway.openai_compat import error_response as openai_error
 from secondbrain.service.auth import HEADER, REFUSED, token_matches
 
 # What `/api/` serves without the token: the API's description holds no data, and a client needs it to learn
@@ -52,13 +53,17 @@ class SecurityHeaders:
 
 
 class TokenGuard:
-    """Pure ASGI middleware (it never buffers a stream): `/api/` and `/mcp` need the token when one is configured,
+    """Pure ASGI middleware (it never buffers a stream): `/api/`, `/v1/` and `/mcp` need the token when one is set,
     except OPEN_API_PATHS; a preflight that reached here came from an origin Envoy does not allow, and is refused with
     the fix."""
 
     def __init__(self, app: ASGIApp, token: str | None) -> None:
         self.app = app
         self.token = token
+
+    @staticmethod
+    def _guarded(path: str) -> bool:
+        return path.startswith(("/api/", OPENAI_PREFIX)) or path == MCP_PATH
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -74,13 +79,17 @@ class TokenGuard:
             )
         elif (
             self.token
-            and (request.url.path.startswith("/api/") or request.url.path == MCP_PATH)
+            and self._guarded(request.url.path)
             and request.url.path not in OPEN_API_PATHS
             and not token_matches(request.headers.get(HEADER), self.token)
         ):
-            response = error_response(
-                grpc.StatusCode.UNAUTHENTICATED, REFUSED, headers={"WWW-Authenticate": 'Bearer realm="secondbrain"'}
-            )
+            challenge = {"WWW-Authenticate": 'Bearer realm="secondbrain"'}
+            if request.url.path.startswith(OPENAI_PREFIX):
+                # An OpenAI client reads OpenAI's error shape.
+                response = openai_error(401, REFUSED, "invalid_api_key")
+                response.headers.update(challenge)
+            else:
+                response = error_response(grpc.StatusCode.UNAUTHENTICATED, REFUSED, headers=challenge)
         else:
             await self.app(scope, receive, send)
             return

@@ -7,8 +7,9 @@ from typing import Any
 from google.protobuf.descriptor import Descriptor
 
 from secondbrain import __version__
-from secondbrain.gateway.endpoints import ENDPOINTS, Endpoint
+from secondbrain.gateway.endpoints import ENDPOINTS, OPENAI_PREFIX, Endpoint
 from secondbrain.gateway.http_errors import ERROR_SCHEMA
+from secondbrain.gateway.openai_compat import OPENAPI_SCHEMAS, openapi_paths
 from secondbrain.gateway.proto_json import (
     message_schema,
     query_fields,
@@ -123,6 +124,9 @@ def openapi_document() -> dict[str, Any]:
             roots += list(_event_payloads(endpoint.response).values())
     schemas: dict[str, Any] = {name: message_schema(d) for name, d in sorted(reachable_messages(roots).items())}
     schemas["Error"] = ERROR_SCHEMA
+    # The OpenAI-compatible chat API beside the REST one, in OpenAI's shapes.
+    paths.update(openapi_paths(OPENAI_PREFIX))
+    schemas.update(OPENAPI_SCHEMAS)
     schemas[STREAM_ERROR_SCHEMA] = {
         "type": "object",
         "properties": ERROR_SCHEMA["properties"]["error"]["properties"],

@@ -25,7 +25,7 @@ CONTENT_TOO_LARGE = 413
 REQUEST_TIMEOUT = 408
 
 
-async def _body_within_limits(request: Request, within: float) -> bytes:
+async def body_within_limits(request: Request, within: float) -> bytes:
     """The body, refused as soon as it is known to be over MAX_BODY_BYTES: from its declared length before reading
     any of it, else while it streams in, so an endless body costs at most the limit; and refused when it is not all
     in after `within` seconds, however steadily it trickles."""
@@ -58,7 +58,7 @@ async def request_message(request: Request, endpoint: Endpoint, body_timeout: fl
     over the limits."""
     message = message_factory.GetMessageClass(endpoint.request)()
     if endpoint.has_body:
-        raw = await _body_within_limits(request, body_timeout)
+        raw = await body_within_limits(request, body_timeout)
         try:
             data = json.loads(raw) if raw.strip() else {}
         except (json.JSONDecodeError, UnicodeDecodeError) as error:

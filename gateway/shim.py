@@ -30,10 +30,11 @@ from starlette.types import ASGIApp
 
 from secondbrain.errors import InvalidInput
 from secondbrain.gateway.backends import Backends
-from secondbrain.gateway.endpoints import ENDPOINTS, MCP_PATH, Endpoint
+from secondbrain.gateway.endpoints import ENDPOINTS, MCP_PATH, OPENAI_PREFIX, Endpoint
 from secondbrain.gateway.http_errors import HttpError, error_response, from_rpc_error, not_found
 from secondbrain.gateway.mcp_door import McpDoor
 from secondbrain.gateway.middleware import SecurityHeaders, TokenGuard
+from secondbrain.gateway.openai_compat import OpenAICompat
 from secondbrain.gateway.openapi import openapi_document
 from secondbrain.gateway.proto_json import to_json
 from secondbrain.gateway.request_message import BODY_TIMEOUT_SECONDS, REQUEST_TIMEOUT, request_message
@@ -149,8 +150,12 @@ def create_app(
     ]
     # The note tools for assistants (MCP over streamable HTTP): GET, POST and DELETE.
     mcp = McpDoor(backends)
+    # And for chat front ends that speak OpenAI's API.
+    openai = OpenAICompat(backends)
     routes += [
         Route(MCP_PATH, mcp),
+        Route(f"{OPENAI_PREFIX}models", openai.models, methods=["GET"]),
+        Route(f"{OPENAI_PREFIX}chat/completions", openai.completions, methods=["POST"]),
         Route("/api/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),

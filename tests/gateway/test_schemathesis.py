@@ -69,3 +69,4 @@ async def test_the_shim_keeps_its_openapi_document_under_generated_requests(gate
     # schemathesis is synchronous: it runs in a thread, so the shim (on this event loop) can answer it.
     ran = await asyncio.to_thread(fuzz, gateway.shim_url)
     assert len(ran) >= 12, ran
+    assert {"GET /v1/models", "POST /v1/chat/completions"} <= set(ran), "the OpenAI-compatible operations too"

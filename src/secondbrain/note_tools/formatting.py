@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from secondbrain.chat.citations import check_citations
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.v1 import retrieval_pb2 as common
 
@@ -80,6 +81,18 @@ def links(response: pb.GetNoteLinksResponse) -> str:
     return "\n".join([f"Links out of {response.path}:", *out, "", f"Notes linking to {response.path}:", *back])
 
 
+def cited(text: str, passages: Sequence[common.Passage]) -> tuple[str, list[common.Passage]]:
+    """An answer's text with citations of missing passages stripped, and the passages it cites in the order it first
+    cites them (all of them when it cites none, so an answer never comes without its sources)."""
+    checked = check_citations(text, [p.number for p in passages])
+    by_number = {p.number: p for p in passages}
+    return checked.text, [by_number[number] for number in checked.cited] or list(passages)
+
+
+def sources_list(sources: Sequence[common.Passage]) -> str:
+    """The passages an answer cites as a markdown list under "Sources:", each by number, note, heading and lines."""
+    return "Sources:\n" + "\n".join(f"- {passage_label(p)}" for p in sources)
+
+
 def answer(text: str, sources: Sequence[common.Passage]) -> str:
-    cited = "\n".join(f"- {passage_label(p)}" for p in sources)
-    return f"{text.strip()}\n\nSources:\n{cited}" if sources else text.strip()
+    return f"{text.strip()}\n\n{sources_list(sources)}" if sources else text.strip()

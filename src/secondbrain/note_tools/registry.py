@@ -15,7 +15,6 @@ from typing import Any, Literal
 import grpc
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from secondbrain.chat.citations import check_citations
 from secondbrain.chat.v1 import chat_service_pb2 as chat_pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as chat_grpc
 from secondbrain.note_tools import formatting
@@ -147,11 +146,7 @@ async def _ask(services: NoteServices, args: Ask) -> str:
                 text.append(event.delta.text)
             elif event.HasField("error"):
                 raise _ToolError(event.error.message)
-        # The sources it cites, in the order it first cites them (all of them when it cites none).
-        checked = check_citations("".join(text), [p.number for p in sources])
-        by_number = {p.number: p for p in sources}
-        cited = [by_number[number] for number in checked.cited] or sources
-        return formatting.answer(checked.text, cited)
+        return formatting.answer(*formatting.cited("".join(text), sources))
     finally:
         await chat.DeleteConversation(chat_pb.DeleteConversationRequest(id=conversation), timeout=CALL_TIMEOUT_SECONDS)
 

@@ -1,0 +1,456 @@
+"""An OpenAI-compatible chat API, for chat front ends that speak OpenAI's (Open WebUI, LibreChat, the `openai` SDK):
+`GET /v1/models` and `POST /v1/chat/completions`, streamed or not, each only a client of the chat service.
+
+A request's messages become one turn: the last user message is the question, the earlier user and assistant
+messages its history (system messages are left out: the configured system prompt and persona apply). Nothing is
+stored (ChatService.Answer), unless the `X-Secondbrain-Conversation` header names a conversation: then the question
+is sent to it (SendMessage), which keeps its own history. The answer keeps its `[n]` markers and ends with the
+passages it cites as a markdown list; the same passages are in the response's `secondbrain.sources` field (in the
+last chunk of a stream). Errors have OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, with our
+messages.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+import grpc
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from secondbrain.chat.v1 import chat_service_pb2 as pb
+from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
+from secondbrain.errors import InvalidInput
+from secondbrain.gateway.backends import Backends
+from secondbrain.gateway.http_errors import HTTP_STATUS, HttpError, from_rpc_error
+from secondbrain.gateway.request_message import body_within_limits
+from secondbrain.note_tools import formatting
+from secondbrain.service.convert import ROLE_VALUES
+from secondbrain.v1 import retrieval_pb2 as common
+
+# The model that answers with the chat settings' provider and model.
+DEFAULT_MODEL = "secondbrain"
+CONVERSATION_HEADER = "x-secondbrain-conversation"
+OPTIONS_TIMEOUT_SECONDS = 30.0
+# A whole answer, not streamed, must be written within this.
+ANSWER_TIMEOUT_SECONDS = 600.0
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+class _Part(BaseModel):
+    type: str
+    text: str = ""
+
+
+class _Message(BaseModel):
+    role: Literal["system", "developer", "user", "assistant"]
+    content: str | list[_Part] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, list):
+            return "\n".join(part.text for part in self.content if part.type == "text")
+        return self.content or ""
+
+
+class _Completion(BaseModel):
+    # Sampling and other knobs (temperature, max_tokens, ...) are accepted and left to the configured model.
+    model_config = ConfigDict(extra="allow")
+
+    model: str = DEFAULT_MODEL
+    messages: list[_Message] = Field(min_length=1)
+    stream: bool = False
+
+
+def error_response(status: int, message: str, code: str | None = None) -> JSONResponse:
+    kind = _ERROR_TYPES.get(status, "api_error")
+    return JSONResponse({"error": {"message": message, "type": kind, "param": None, "code": code}}, status_code=status)
+
+
+def _model_choice(model: str) -> tuple[str, str]:
+    """(provider, model) for a model id of /v1/models: `secondbrain` is the settings' own; `provider/model`."""
+    if model in ("", DEFAULT_MODEL):
+        return "", ""
+    provider, _, name = model.partition("/")
+    return provider, name
+
+
+def _turn(body: _Completion) -> tuple[str, list[common.HistoryMessage]]:
+    said = [m for m in body.messages if m.role in ("user", "assistant")]
+    if not said or said[-1].role != "user":
+        raise InvalidInput("the last message must be the user's question")
+    history = [common.HistoryMessage(role=ROLE_VALUES[m.role], content=m.text()) for m in said[:-1]]
+    return said[-1].text(), history
+
+
+def _source(passage: common.Passage) -> dict[str, Any]:
+    return {
+        "number": passage.number,
+        "path": passage.note_path,
+        "title": passage.note_title,
+        "heading_path": list(passage.heading_path),
+        "start_line": passage.start_line,
+        "end_line": passage.end_line,
+    }
+
+
+class OpenAICompat:
+    """The two endpoints, over the shim's channel to the chat service."""
+
+    def __init__(self, backends: Backends) -> None:
+        self.backends = backends
+
+    @property
+    def chat(self) -> pb_grpc.ChatServiceStub:
+        return pb_grpc.ChatServiceStub(self.backends.channel("chat"))
+
+    def _failure(self, error: grpc.aio.AioRpcError) -> HttpError:
+        return from_rpc_error(error, "chat", self.backends.addresses["chat"])
+
+    def _rpc_error(self, error: grpc.aio.AioRpcError) -> JSONResponse:
+        failed = self._failure(error)
+        status = failed.status or HTTP_STATUS.get(failed.code, 500)
+        return error_response(status, failed.message, failed.code.name.lower())
+
+    async def models(self, request: Request) -> Response:
+        try:
+            options = await self.chat.GetOptions(pb.GetOptionsRequest(), timeout=OPTIONS_TIMEOUT_SECONDS)
+        except grpc.aio.AioRpcError as error:
+            return self._rpc_error(error)
+        defaults = options.defaults
+        data = [{"id": DEFAULT_MODEL, "object": "model", "created": 0, "owned_by": "secondbrain",
+                 "description": f"the configured default: {defaults.provider}/{defaults.model}"}]  # fmt: skip
+        data += [
+            {"id": f"{provider.id}/{model.id}", "object": "model", "created": 0, "owned_by": provider.id}
+            for provider in options.providers
+            if provider.available
+            for model in provider.models
+        ]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def completions(self, request: Request) -> Response:
+        try:
+            raw = await body_within_limits(request, 10.0)
+            body = _Completion.model_validate(json.loads(raw or b"{}"))
+            question, history = _turn(body)
+        except HttpError as error:
+            return error_response(error.status or HTTP_STATUS.get(error.code, 400), error.message)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            return error_response(400, "the request body is not valid JSON")
+        except ValidationError as error:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in error.errors())
+            return error_response(400, f"the request does not fit the chat completions API: {problems}")
+        except InvalidInput as error:
+            return error_response(400, str(error))
+        call = self._call(request, body, question, history)
+        try:
+            first = await call.read()
+        except grpc.aio.AioRpcError as error:
+            call.cancel()
+            return self._rpc_error(error)
+        completion = f"chatcmpl-{uuid.uuid4().hex}"
+        if body.stream:
+            return StreamingResponse(
+                self._chunks(call, first, completion, body.model),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"},
+            )
+        return await self._whole(call, first, completion, body.model)
+
+    def _call(
+        self, request: Request, body: _Completion, question: str, history: list[common.HistoryMessage]
+    ) -> grpc.aio.UnaryStreamCall:
+        forwarded = request.headers.get("x-forwarded-for") or (request.client.host if request.client else "")
+        metadata = (("x-forwarded-for", forwarded),)
+        conversation = request.headers.get(CONVERSATION_HEADER)
+        if conversation:
+            send = pb.SendMessageRequest(conversation_id=conversation, content=question)
+            return self.chat.SendMessage(send, metadata=metadata)
+        provider, model = _model_choice(body.model)
+        answer = pb.AnswerRequest(content=question, history=history, provider=provider, model=model)
+        return self.chat.Answer(answer, metadata=metadata)
+
+    async def _events(self, call: grpc.aio.UnaryStreamCall, first: object) -> AsyncIterator[Any]:
+        try:
+            message = first
+            while message is not grpc.aio.EOF:
+                yield message
+                message = await call.read()
+        finally:
+            call.cancel()
+
+    async def _whole(self, call: grpc.aio.UnaryStreamCall, first: object, completion: str, model: str) -> Response:
+        parts: list[str] = []
+        passages: list[common.Passage] = []
+        usage = pb.Usage()
+        try:
+            async for event in self._events(call, first):
+                kind = event.WhichOneof("event")
+                if kind == "sources":
+                    passages = list(event.sources.retrieval.passages)
+                elif kind == "delta":
+                    parts.append(event.delta.text)
+                elif kind == "done":
+                    usage = event.done.usage
+                elif kind == "error":
+                    status = HTTP_STATUS.get(grpc.StatusCode[event.error.code], 500)
+                    return error_response(status, event.error.message, event.error.code.lower())
+        except grpc.aio.AioRpcError as error:
+            return self._rpc_error(error)
+        text, cited = formatting.cited("".join(parts), passages)
+        return JSONResponse({
+            "id": completion,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": formatting.answer(text, cited)},
+                "finish_reason": "stop",
+            }],
+            "usage": {
+                "prompt_tokens": usage.input_tokens,
+                "completion_tokens": usage.output_tokens,
+                "total_tokens": usage.input_tokens + usage.output_tokens,
+            },
+            "secondbrain": {"sources": [_source(p) for p in cited]},
+        })  # fmt: skip
+
+    async def _chunks(
+        self, call: grpc.aio.UnaryStreamCall, first: object, completion: str, model: str
+    ) -> AsyncIterator[bytes]:
+        created = int(time.time())
+
+        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+            body = {"id": completion, "object": "chat.completion.chunk", "created": created, "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}  # fmt: skip
+            return f"data: {json.dumps(body, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+        parts: list[str] = []
+        passages: list[common.Passage] = []
+        yield chunk({"role": "assistant", "content": ""})
+        try:
+            async for event in self._events(call, first):
+                kind = event.WhichOneof("event")
+                if kind == "sources":
+                    passages = list(event.sources.retrieval.passages)
+                elif kind == "delta":
+                    parts.append(event.delta.text)
+                    yield chunk({"content": event.delta.text})
+                elif kind == "error":
+                    error = {"message": event.error.message, "type": "api_error", "code": event.error.code.lower()}
+                    yield f"data: {json.dumps({'error': error})}\n\n".encode()
+                    return
+        except grpc.aio.AioRpcError as error:
+            failed = self._failure(error)
+            body = {"error": {"message": failed.message, "type": "api_error", "code": failed.code.name.lower()}}
+            yield f"data: {json.dumps(body)}\n\n".encode()
+            return
+        _, cited = formatting.cited("".join(parts), passages)
+        if cited:
+            yield chunk({"content": "\n\n" + formatting.sources_list(cited)})
+        yield chunk({}, "stop", secondbrain={"sources": [_source(p) for p in cited]})
+        yield b"data: [DONE]\n\n"
+
+
+# The two operations in the shim's OpenAPI document (gateway/openapi.py adds them), in OpenAI's own shapes.
+_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string"},
+                "param": {"type": ["string", "null"]},
+                "code": {"type": ["string", "null"]},
+            },
+        }
+    },
+}
+_SOURCES = {
+    "type": "object",
+    "description": "secondbrain's own field: the passages the answer cites.",
+    "properties": {
+        "sources": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "number": {"type": "integer"},
+                    "path": {"type": "string"},
+                    "title": {"type": "string"},
+                    "heading_path": {"type": "array", "items": {"type": "string"}},
+                    "start_line": {"type": "integer"},
+                    "end_line": {"type": "integer"},
+                },
+            },
+        }
+    },
+}
+OPENAPI_SCHEMAS: dict[str, Any] = {
+    "OpenAIError": _ERROR,
+    "ChatCompletionRequest": {
+        "type": "object",
+        "required": ["messages"],
+        "properties": {
+            "model": {"type": "string", "description": "`secondbrain` (the default) or an id of /v1/models."},
+            "messages": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "required": ["role"],
+                    "properties": {
+                        "role": {"enum": ["system", "developer", "user", "assistant"]},
+                        "content": {
+                            "anyOf": [
+                                {"type": "string"},
+                                {"type": "null"},
+                                {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "object",
+                                        "required": ["type"],
+                                        "properties": {"type": {"type": "string"}, "text": {"type": "string"}},
+                                    },
+                                },
+                            ]
+                        },
+                    },
+                },
+            },
+            "stream": {"type": "boolean", "default": False},
+        },
+    },
+    "ChatCompletion": {
+        "type": "object",
+        "required": ["id", "object", "created", "model", "choices"],
+        "properties": {
+            "id": {"type": "string"},
+            "object": {"const": "chat.completion"},
+            "created": {"type": "integer"},
+            "model": {"type": "string"},
+            "choices": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "index": {"type": "integer"},
+                        "message": {
+                            "type": "object",
+                            "properties": {"role": {"const": "assistant"}, "content": {"type": "string"}},
+                        },
+                        "finish_reason": {"type": "string"},
+                    },
+                },
+            },
+            "usage": {
+                "type": "object",
+                "properties": {
+                    "prompt_tokens": {"type": "integer"},
+                    "completion_tokens": {"type": "integer"},
+                    "total_tokens": {"type": "integer"},
+                },
+            },
+            "secondbrain": _SOURCES,
+        },
+    },
+    "ModelList": {
+        "type": "object",
+        "required": ["object", "data"],
+        "properties": {
+            "object": {"const": "list"},
+            "data": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["id", "object"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "object": {"const": "model"},
+                        "created": {"type": "integer"},
+                        "owned_by": {"type": "string"},
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def _errors() -> dict[str, Any]:
+    return {
+        "default": {
+            "description": "An error in OpenAI's shape, with secondbrain's message.",
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/OpenAIError"}}},
+        }
+    }
+
+
+def openapi_paths(prefix: str) -> dict[str, Any]:
+    return {
+        f"{prefix}models": {
+            "get": {
+                "operationId": "openai_list_models",
+                "summary": "Lists `secondbrain` (the configured default) and every available provider's models.",
+                "tags": ["openai-compatible"],
+                "responses": {
+                    "200": {
+                        "description": "The models, in OpenAI's shape.",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ModelList"}}},
+                    },
+                    **_errors(),
+                },
+            }
+        },
+        f"{prefix}chat/completions": {
+            "post": {
+                "operationId": "openai_chat_completions",
+                "summary": "Answers the last user message from the notes, the earlier messages as its history.",
+                "description": (
+                    "OpenAI's chat completions API. Nothing is stored unless the `X-Secondbrain-Conversation` header "
+                    "names a conversation. With `stream: true` the answer comes as `text/event-stream` chunks "
+                    "(`chat.completion.chunk`, ending `data: [DONE]`)."
+                ),
+                "tags": ["openai-compatible"],
+                "parameters": [
+                    {
+                        "name": "X-Secondbrain-Conversation",
+                        "in": "header",
+                        "required": False,
+                        "description": "A conversation to send the question to, which stores the turn.",
+                        "schema": {"type": "string"},
+                    }
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChatCompletionRequest"}}},
+                },
+                "responses": {
+                    "200": {
+                        "description": "The answer, whole (JSON) or streamed (server-sent events).",
+                        "content": {
+                            "application/json": {"schema": {"$ref": "#/components/schemas/ChatCompletion"}},
+                            "text/event-stream": {"schema": {"type": "string"}},
+                        },
+                    },
+                    **_errors(),
+                },
+            }
+        },
+    }

@@ -1,0 +1,99 @@
+"""The OpenAI-compatible chat API through the real Envoy, with the official `openai` SDK as a chat front end uses it:
+models listed, an answer streamed and not, with its `[n]` markers and sources, the caller's history reaching the
+model, nothing stored unless a conversation is named, OpenAI's error shape, and the token asked for."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+from secondbrain.chat.v1 import chat_service_pb2 as pb
+from tests.gateway.conftest import Gateway
+from tests.gateway.test_auth import TOKEN, guarded  # noqa: F401 - the fixture these tests use
+from tests.wire import Reply
+
+QUESTION = "How often do I water the tomatoes?"
+
+
+def client(gateway: Gateway, key: str = TOKEN) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=f"{gateway.envoy_url}/v1", api_key=key, max_retries=0, timeout=30)
+
+
+async def stored_conversations(gateway: Gateway) -> int:
+    listed = await gateway.chat.stub.ListConversations(pb.ListConversationsRequest(), timeout=10)
+    return len(listed.conversations)
+
+
+async def test_models_list_the_default_and_every_available_model(guarded: Gateway) -> None:  # noqa: F811
+    ids = [model.id async for model in client(guarded).models.list()]
+    assert ids[0] == "secondbrain" and "openai/gpt-5.4-mini" in ids
+
+
+async def test_an_answer_not_streamed_cites_its_sources_and_stores_nothing(guarded: Gateway) -> None:  # noqa: F811
+    before = await stored_conversations(guarded)
+    guarded.chat.llm.script.push(Reply(deltas=["Every morning ", "before nine [1]."], usage=(120, 8)))
+    completion = await client(guarded).chat.completions.create(
+        model="secondbrain",
+        messages=[
+            {"role": "system", "content": "You are helpful."},
+            {"role": "user", "content": "Where are the tomatoes?"},
+            {"role": "assistant", "content": "In bed A [1]."},
+            {"role": "user", "content": QUESTION},
+        ],
+    )
+    text = completion.choices[0].message.content or ""
+    assert text.startswith("Every morning before nine [1].\n\nSources:\n- [1] Projects/Garden.md")
+    assert completion.choices[0].finish_reason == "stop" and completion.usage and completion.usage.total_tokens == 128
+    sources = (completion.model_extra or {})["secondbrain"]["sources"]
+    assert [(s["number"], s["path"]) for s in sources] == [(1, "Projects/Garden.md")]
+    sent = guarded.chat.answer_requests()[-1].json["messages"][1:]
+    assert sent == [
+        {"role": "user", "content": "Where are the tomatoes?"},
+        {"role": "assistant", "content": "In bed A [1]."},
+        {"role": "user", "content": QUESTION},
+    ], "the history reached the model; the caller's system message did not replace ours"
+    assert await stored_conversations(guarded) == before
+
+
+async def test_an_answer_streams_in_chunks_ending_with_its_sources(guarded: Gateway) -> None:  # noqa: F811
+    guarded.chat.llm.script.push(Reply(deltas=["Every morning ", "[1]."]))
+    stream = await client(guarded).chat.completions.create(
+        model="openai/gpt-5.4-mini", messages=[{"role": "user", "content": QUESTION}], stream=True
+    )
+    pieces, last = [], None
+    async for chunk in stream:
+        pieces.append(chunk.choices[0].delta.content or "")
+        last = chunk
+    text = "".join(pieces)
+    assert text.startswith("Every morning [1].\n\nSources:\n- [1] Projects/Garden.md"), text
+    assert last is not None and last.choices[0].finish_reason == "stop"
+    assert (last.model_extra or {})["secondbrain"]["sources"][0]["path"] == "Projects/Garden.md"
+
+
+async def test_a_named_conversation_keeps_the_turn(guarded: Gateway) -> None:  # noqa: F811
+    conversation = await guarded.chat.conversation()
+    guarded.chat.llm.script.push(Reply(deltas=["Every morning [1]."]))
+    await client(guarded).chat.completions.create(
+        model="secondbrain",
+        messages=[{"role": "user", "content": QUESTION}],
+        extra_headers={"X-Secondbrain-Conversation": conversation.id},
+    )
+    stored = await guarded.chat.get(conversation.id)
+    assert [m.content for m in stored.messages] == [QUESTION, "Every morning [1]."]
+
+
+async def test_errors_have_openais_shape_and_our_words(guarded: Gateway) -> None:  # noqa: F811
+    with pytest.raises(openai.BadRequestError) as unknown:
+        await client(guarded).chat.completions.create(
+            model="nobody/nothing", messages=[{"role": "user", "content": QUESTION}]
+        )
+    assert "unknown provider 'nobody'" in unknown.value.message
+    with pytest.raises(openai.BadRequestError) as no_question:
+        await client(guarded).chat.completions.create(
+            model="secondbrain", messages=[{"role": "assistant", "content": "Hello"}]
+        )
+    assert "the last message must be the user's question" in no_question.value.message
+    with pytest.raises(openai.AuthenticationError) as refused:
+        await client(guarded, key="wrong-key-0123456789").models.list()
+    assert refused.value.status_code == 401 and isinstance(refused.value.body, dict)
+    assert refused.value.body["type"] == "authentication_error", "the SDK found OpenAI's error shape"
