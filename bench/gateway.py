@@ -73,6 +73,8 @@ async def main(calls: int, turns: int, concurrent: int) -> None:
     async with indexed_vault() as env:
         ports = {name: free_port() for name in ("ingest", "retrieve", "chat", "shim", "gateway")}
         env.update({f"SECONDBRAIN_{name.upper()}_PORT": str(port) for name, port in ports.items()})
+        # Every turn here comes from one client, far over the per-client limit a person gets; it measures the gateway.
+        env["SECONDBRAIN_CHAT_MESSAGES_PER_MINUTE"] = "0"
         async with (
             service("retrieve", ports["retrieve"], env),
             service("chat", ports["chat"], env),
@@ -145,6 +147,20 @@ async def main(calls: int, turns: int, concurrent: int) -> None:
                 assert first is not None and "event: done" in seen, seen[-300:]
                 return (first - started) * 1000
 
+            async def first_delta_openai() -> float:
+                """The same turn through the OpenAI-compatible API: a streamed chat completion (nothing stored)."""
+                started = time.perf_counter()
+                first = None
+                seen = ""
+                body = {"model": "secondbrain", "stream": True, "messages": [{"role": "user", "content": QUESTION}]}
+                async with via_envoy.stream("POST", "/v1/chat/completions", json=body) as response:
+                    async for text in response.aiter_text():
+                        seen += text
+                        if first is None and '"delta":{"content":"word' in seen:
+                            first = time.perf_counter()
+                assert first is not None and "data: [DONE]" in seen, seen[-300:]
+                return (first - started) * 1000
+
             async def collect(measure: Callable[[], Awaitable[float]]) -> list[float]:
                 await measure()  # warm up
                 return [await measure() for _ in range(turns)]
@@ -153,6 +169,7 @@ async def main(calls: int, turns: int, concurrent: int) -> None:
                 "gRPC, direct": await collect(first_delta_grpc),
                 "grpc-web through Envoy": await collect(first_delta_grpc_web),
                 "SSE through Envoy and the shim": await collect(first_delta_sse),
+                "OpenAI-compatible stream through Envoy and the shim": await collect(first_delta_openai),
             }
 
             # Many at once, through the whole gateway, while memory is sampled.

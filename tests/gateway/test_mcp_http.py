@@ -1,5 +1,5 @@
 """The note tools over MCP's streamable HTTP at /mcp, through the real Envoy, with the official SDK's client: the
-same tools as `secondbrain mcp`, and the API token asked for when one is configured."""
+same tools as `secondbrain mcp`, each called, and the API token asked for when one is configured."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.gateway.conftest import Gateway
 from tests.gateway.test_auth import TOKEN, guarded  # noqa: F401 - the fixture these tests use
+from tests.wire import Reply
 
 
 async def indexed(gateway: Gateway) -> None:
@@ -32,6 +33,15 @@ async def test_an_assistant_reaches_the_note_tools_through_envoy_with_the_token(
         assert not found.is_error and "Projects/Kitchen.md" in found.content[0].text
         links = await session.call_tool("note_links", {"path": "Projects/Kitchen.md"})
         assert "Areas/Suppliers.md, line 3" in links.content[0].text
+        passages = await session.call_tool("retrieve_passages", {"question": "Which worktop did we choose?"})
+        assert not passages.is_error and "Projects/Kitchen.md" in passages.content[0].text
+        lines = await session.call_tool("read_note", {"path": "Projects/Kitchen.md", "start_line": 4})
+        assert lines.content[0].text.endswith("A quartz composite worktop, pale grey.")
+        listed = await session.call_tool("list_notes", {"folder": "Areas"})
+        assert "Areas/Suppliers.md" in listed.content[0].text and "Projects/Kitchen.md" not in listed.content[0].text
+        guarded.chat.llm.script.push(Reply(deltas=["A pale grey quartz composite [1]."]))
+        answer = await session.call_tool("ask", {"question": "Which worktop did we choose?"})
+        assert not answer.is_error and answer.content[0].text.startswith("A pale grey quartz composite [1].")
         missing = await session.call_tool("read_note", {"path": "Projects/Nowhere.md"})
         assert missing.is_error and "the index holds no note at 'Projects/Nowhere.md'" in missing.content[0].text
         uris = [r.uri for r in (await session.list_resources()).resources]
