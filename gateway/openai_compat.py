@@ -28,7 +28,7 @@ from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.errors import InvalidInput
 from secondbrain.gateway.backends import Backends
 from secondbrain.gateway.http_errors import HTTP_STATUS, HttpError, from_rpc_error
-from secondbrain.gateway.request_message import body_within_limits
+from secondbrain.gateway.request_message import BODY_TIMEOUT_SECONDS, body_within_limits
 from secondbrain.note_tools import formatting
 from secondbrain.service.convert import ROLE_VALUES
 from secondbrain.v1 import retrieval_pb2 as common
@@ -142,7 +142,7 @@ class OpenAICompat:
 
     async def completions(self, request: Request) -> Response:
         try:
-            raw = await body_within_limits(request, 10.0)
+            raw = await body_within_limits(request, BODY_TIMEOUT_SECONDS)
             body = _Completion.model_validate(json.loads(raw or b"{}"))
             question, history = _turn(body)
         except HttpError as error:
