@@ -9,7 +9,7 @@ from .base import WireServer
 from .ollama_server import OllamaServer
 from .openai_server import OpenAIServer
 from .rerank_server import RerankServer
-from .script import RecordedRequest, Reply, Script
+from .script import RecordedRequest, Reply, Script, ToolCall
 from .vectors import embed, overlap
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Reply",
     "RerankServer",
     "Script",
+    "ToolCall",
     "WireServer",
     "embed",
     "overlap",

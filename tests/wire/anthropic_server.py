@@ -57,12 +57,31 @@ def _event(data: dict[str, Any]) -> bytes:
     return sse_frame(data, event=data["type"])
 
 
+def _stop_reason(reply: Reply) -> str:
+    return reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn")
+
+
+def _tool_use_events(reply: Reply) -> list[bytes]:
+    """Each tool call as Anthropic streams it, after the text block: a `tool_use` block whose input arrives as
+    `input_json_delta` pieces."""
+    events = []
+    for offset, call in enumerate(reply.tool_calls):
+        index = offset + 1
+        block = {"type": "tool_use", "id": reply.call_id(offset), "name": call.name, "input": {}}
+        events.append(_event({"type": "content_block_start", "index": index, "content_block": block}))
+        for piece in call.argument_pieces():
+            delta = {"type": "input_json_delta", "partial_json": piece}
+            events.append(_event({"type": "content_block_delta", "index": index, "delta": delta}))
+        events.append(_event({"type": "content_block_stop", "index": index}))
+    return events
+
+
 def _event_plan(model: str, reply: Reply) -> SSEPlan:
     # As Anthropic does: the opening message has no content or stop reason yet, and counts one output token.
     start = _message(model, content=[], stop_reason=None, input_tokens=reply.usage[0], output_tokens=1)
     message_delta = {
         "type": "message_delta",
-        "delta": {"stop_reason": reply.stop_reason or "end_turn", "stop_sequence": None},
+        "delta": {"stop_reason": _stop_reason(reply), "stop_sequence": None},
         "usage": {"output_tokens": reply.usage[1]},
     }
     return SSEPlan(
@@ -76,6 +95,7 @@ def _event_plan(model: str, reply: Reply) -> SSEPlan:
         ),
         closing=[
             _event({"type": "content_block_stop", "index": 0}),
+            *_tool_use_events(reply),
             _event(message_delta),
             _event({"type": "message_stop"}),
         ],
@@ -97,10 +117,14 @@ class AnthropicServer(WireServer):
         model = str(body.get("model", ""))
         if body.get("stream"):
             return await self.answer_sse(request, reply, _event_plan(model, reply))
+        tools = [
+            {"type": "tool_use", "id": reply.call_id(index), "name": call.name, "input": call.arguments}
+            for index, call in enumerate(reply.tool_calls)
+        ]
         message = _message(
             model,
-            content=[{"type": "text", "text": reply.text}],
-            stop_reason=reply.stop_reason or "end_turn",
+            content=[{"type": "text", "text": reply.text}, *tools],
+            stop_reason=_stop_reason(reply),
             input_tokens=reply.usage[0],
             output_tokens=reply.usage[1],
         )

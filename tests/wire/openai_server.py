@@ -9,6 +9,7 @@ The SDK asks for base64 embeddings unless the caller names a format, so both enc
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import Any
@@ -47,15 +48,28 @@ def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
     }
 
 
+def _finish_reason(reply: Reply) -> str:
+    return reply.stop_reason or ("tool_calls" if reply.tool_calls else "stop")
+
+
 def _completion(model: str, reply: Reply) -> dict[str, Any]:
-    message = {"role": "assistant", "content": reply.text, "refusal": None}
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None, "refusal": None}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": reply.call_id(index),
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+            }
+            for index, call in enumerate(reply.tool_calls)
+        ]
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
         "system_fingerprint": None,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reply.stop_reason or "stop"}],
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": _finish_reason(reply)}],
         "usage": _usage(*reply.usage),
     }
 
@@ -73,7 +87,17 @@ def _chunk_plan(model: str, reply: Reply, *, include_usage: bool) -> SSEPlan:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
         return sse_frame({**head, "choices": [choice], **({"usage": None} if include_usage else {})})
 
-    closing = [chunk({}, reply.stop_reason or "stop")]
+    # Each tool call as OpenAI streams it: its id and name first, then its arguments' JSON in pieces.
+    calls = []
+    for index, call in enumerate(reply.tool_calls):
+        named = {"index": index, "id": reply.call_id(index), "type": "function",
+                 "function": {"name": call.name, "arguments": ""}}  # fmt: skip
+        calls.append(chunk({"tool_calls": [named]}))
+        calls += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in call.argument_pieces()
+        ]
+    closing = [*calls, chunk({}, _finish_reason(reply))]
     if include_usage:
         closing.append(sse_frame({**head, "choices": [], "usage": _usage(*reply.usage)}))
     closing.append(sse_frame("[DONE]"))

@@ -7,6 +7,7 @@ gets the default `Reply()`, so tests that do not care about the answer need no s
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,22 @@ from typing import Any
 
 def _default_deltas() -> list[str]:
     return ["Hello", ", ", "world", "."]
+
+
+@dataclass
+class ToolCall:
+    """A tool the scripted model calls, after its text (if any). A stream sends the arguments' JSON in `pieces`
+    parts, as models do, so a client must join them before parsing."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    id: str = ""
+    pieces: int = 3
+
+    def argument_pieces(self) -> list[str]:
+        text = json.dumps(self.arguments)
+        size = max(1, -(-len(text) // self.pieces))
+        return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 @dataclass
@@ -36,6 +53,12 @@ class Reply:
     drop_after: int | None = None
     usage: tuple[int, int] = (12, 4)
     stop_reason: str | None = None
+    # Tools the model calls after its text; then the stop reason is the protocol's for tool use, unless scripted.
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+    def call_id(self, index: int) -> str:
+        call = self.tool_calls[index]
+        return call.id or f"call_{index}_{call.name}"
 
     @property
     def text(self) -> str:

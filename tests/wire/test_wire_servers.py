@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import math
 import struct
 from collections.abc import AsyncIterator
@@ -19,7 +20,7 @@ import httpx2
 import openai
 import pytest
 
-from tests.wire import AnthropicServer, OllamaServer, OpenAIServer, Reply, RerankServer, embed
+from tests.wire import AnthropicServer, OllamaServer, OpenAIServer, Reply, RerankServer, ToolCall, embed
 from tests.wire.base import WireServer
 
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -495,3 +496,78 @@ async def test_servers_bind_a_free_port_and_stop_cleanly() -> None:
     async with httpx2.AsyncClient() as http:
         with pytest.raises(httpx2.ConnectError):
             await http.post(stopped_url, json={})
+
+
+# -- tool calling, scripted per test (for a model that searches and reads before it answers) --------------------------
+
+SEARCH = ToolCall("search_notes", {"query": "kitchen worktop", "limit": 5}, id="call_search")
+READ = ToolCall("read_note", {"path": "Projects/Kitchen Renovation.md", "start_line": 11}, pieces=5)
+TOOLS = [{"type": "function", "function": {"name": "search_notes", "parameters": {"type": "object"}}}]
+
+
+async def test_openai_streams_tool_calls_with_their_arguments_in_pieces(
+    openai_server: OpenAIServer, openai_sdk: openai.AsyncOpenAI
+) -> None:
+    openai_server.script.push(Reply(deltas=["Let me look."], tool_calls=[SEARCH, READ]))
+    stream = await openai_sdk.chat.completions.create(model="m", messages=MESSAGES, tools=TOOLS, stream=True)
+    text, calls, finish, argument_chunks = "", {}, None, 0
+    async for chunk in stream:
+        choice = chunk.choices[0]
+        text += choice.delta.content or ""
+        for delta in choice.delta.tool_calls or []:
+            call = calls.setdefault(delta.index, {"id": "", "name": "", "arguments": ""})
+            call["id"] = delta.id or call["id"]
+            if delta.function is not None:
+                call["name"] = delta.function.name or call["name"]
+                call["arguments"] += delta.function.arguments or ""
+                argument_chunks += bool(delta.function.arguments)
+        finish = choice.finish_reason or finish
+    assert text == "Let me look." and finish == "tool_calls"
+    assert [(c["id"], c["name"], json.loads(c["arguments"])) for c in calls.values()] == [
+        ("call_search", "search_notes", SEARCH.arguments),
+        ("call_1_read_note", "read_note", READ.arguments),
+    ]
+    assert argument_chunks == len(SEARCH.argument_pieces()) + len(READ.argument_pieces()) > 2, "arguments in pieces"
+    assert openai_server.requests[-1].json["tools"] == TOOLS
+
+
+async def test_openai_non_streaming_tool_calls(openai_server: OpenAIServer, openai_sdk: openai.AsyncOpenAI) -> None:
+    openai_server.script.push(Reply(deltas=[], tool_calls=[SEARCH]))
+    completion = await openai_sdk.chat.completions.create(model="m", messages=MESSAGES, tools=TOOLS)
+    choice = completion.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.content is None
+    calls = choice.message.tool_calls or []
+    assert [(c.id, c.function.name, json.loads(c.function.arguments)) for c in calls] == [  # type: ignore[union-attr]
+        ("call_search", "search_notes", SEARCH.arguments)
+    ]
+
+
+async def test_anthropic_streams_tool_use_blocks_with_input_json_deltas(
+    anthropic_server: AnthropicServer, anthropic_sdk: anthropic.AsyncAnthropic
+) -> None:
+    anthropic_server.script.push(Reply(deltas=["Let me look."], tool_calls=[SEARCH, READ]))
+    async with anthropic_sdk.messages.stream(model="m", max_tokens=64, messages=MESSAGES) as stream:
+        partial = [
+            event.delta.partial_json
+            async for event in stream
+            if event.type == "content_block_delta" and event.delta.type == "input_json_delta"
+        ]
+        message = await stream.get_final_message()
+    assert message.stop_reason == "tool_use"
+    assert message.content[0].type == "text" and message.content[0].text == "Let me look."
+    uses = [(block.id, block.name, block.input) for block in message.content if block.type == "tool_use"]
+    assert uses == [
+        ("call_search", "search_notes", SEARCH.arguments),
+        ("call_1_read_note", "read_note", READ.arguments),
+    ]
+    assert len(partial) == len(SEARCH.argument_pieces()) + len(READ.argument_pieces())
+
+
+async def test_anthropic_non_streaming_tool_use(
+    anthropic_server: AnthropicServer, anthropic_sdk: anthropic.AsyncAnthropic
+) -> None:
+    anthropic_server.script.push(Reply(deltas=[], tool_calls=[READ]))
+    message = await anthropic_sdk.messages.create(model="m", max_tokens=64, messages=MESSAGES)
+    assert message.stop_reason == "tool_use"
+    uses = [(block.name, block.input) for block in message.content if block.type == "tool_use"]
+    assert uses == [("read_note", READ.arguments)]
