@@ -53,7 +53,9 @@ def _finish_reason(reply: Reply) -> str:
 
 
 def _completion(model: str, reply: Reply) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None, "refusal": None}
+    # As OpenAI answers: no text beside tool calls is null, not "".
+    content = reply.text or (None if reply.tool_calls else "")
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
     if reply.tool_calls:
         message["tool_calls"] = [
             {
