@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -15,9 +16,10 @@ from dataclasses import dataclass
 import pytest
 
 from secondbrain.errors import FailedPrecondition, InvalidInput, Unavailable
-from secondbrain.llm import ChatMessage, ChatProvider, ChatRequest, ProviderCatalog, TextDelta, Usage
+from secondbrain.llm import ChatMessage, ChatProvider, ChatRequest, ProviderCatalog, TextDelta, ToolSpec, Usage
+from secondbrain.llm import ToolCall as LlmToolCall
 from secondbrain.providers import RetryPolicy
-from tests.wire import AnthropicServer, OpenAIServer, Reply, WireServer
+from tests.wire import AnthropicServer, OpenAIServer, Reply, ToolCall, WireServer
 
 SECRET = "sk-test-4f9a8b7c6d5e4f3a2b1c"
 FAST_RETRY = RetryPolicy(attempts=3, deadline_seconds=5, base_delay_seconds=0.01, max_delay_seconds=0.05)
@@ -198,3 +200,53 @@ async def test_unreachable_provider_is_unavailable() -> None:
             catalog.provider("openai"), ChatRequest(model="gpt-4.1-mini", messages=[ChatMessage("user", "hi")])
         )
     assert SECRET not in str(raised.value)
+
+
+SEARCH_TOOL = ToolSpec("search_notes", "Find notes.", {"type": "object", "properties": {"query": {"type": "string"}}})
+
+
+async def test_tool_calls_arrive_whole_after_the_text_and_results_go_back_in_the_vendors_shape(
+    vendor: Vendor,
+) -> None:
+    """Native tool calling: the tools are offered in the vendor's shape, a call's arguments (streamed in pieces)
+    arrive joined as one ToolCall after the text, and the next request carries the call and its result back."""
+    calls = [ToolCall("search_notes", {"query": "worktop"}, id="call_a"), ToolCall("read_note", {}, id="call_b")]
+    vendor.server.script.push(Reply(deltas=["Let me look."], tool_calls=calls))
+    request = ChatRequest(
+        model=vendor.model, messages=[ChatMessage("user", "Which worktop?")], tools=[SEARCH_TOOL], max_tokens=300
+    )
+    events = [event async for event in vendor.provider.stream(request)]
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Let me look."]
+    made = [e for e in events if isinstance(e, LlmToolCall)]
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in made] == [
+        ("call_a", "search_notes", {"query": "worktop"}),
+        ("call_b", "read_note", {}),
+    ]
+    assert isinstance(events[-1], Usage) and events[-1].stop_reason in ("tool_use", "tool_calls")
+    offered = vendor.server.requests[-1].json["tools"][0]
+    assert offered in (
+        {"type": "function", "function": {"name": "search_notes", "description": "Find notes.",
+                                          "parameters": SEARCH_TOOL.input_schema}},
+        {"name": "search_notes", "description": "Find notes.", "input_schema": SEARCH_TOOL.input_schema},
+    )  # fmt: skip
+
+    follow_up = ChatRequest(
+        model=vendor.model,
+        messages=[
+            ChatMessage("user", "Which worktop?"),
+            ChatMessage("assistant", "Let me look.", tool_calls=tuple(made)),
+            ChatMessage("tool", "1. Projects/Kitchen.md", tool_call_id="call_a"),
+            ChatMessage("tool", "the index holds no note at ''", tool_call_id="call_b"),
+        ],
+        tools=[SEARCH_TOOL],
+        max_tokens=300,
+    )
+    await collect(vendor.provider, follow_up)
+    sent = vendor.server.requests[-1].json["messages"]
+    if vendor.id == "anthropic":
+        assert sent[1]["content"][1] == {"type": "tool_use", "id": "call_a", "name": "search_notes",
+                                         "input": {"query": "worktop"}}  # fmt: skip
+        assert [block["tool_use_id"] for block in sent[2]["content"]] == ["call_a", "call_b"], "one user message"
+    else:
+        assert sent[1]["tool_calls"][0]["function"] == {"name": "search_notes", "arguments": '{"query": "worktop"}'}
+        assert [(m["role"], m["tool_call_id"]) for m in sent[2:]] == [("tool", "call_a"), ("tool", "call_b")]

@@ -6,7 +6,16 @@ What it shares with embedders and the reranker (endpoints, failures, retrying) i
 from secondbrain.llm.base import ChatProvider
 from secondbrain.llm.catalog import EXTRACTIVE, Choice, ProviderCatalog, ProviderOption
 from secondbrain.llm.structured import complete, complete_json, extract_json
-from secondbrain.llm.types import ChatMessage, ChatRequest, SourcePassage, StreamEvent, TextDelta, Usage
+from secondbrain.llm.types import (
+    ChatMessage,
+    ChatRequest,
+    SourcePassage,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 
 __all__ = [
     "EXTRACTIVE",
@@ -19,6 +28,8 @@ __all__ = [
     "SourcePassage",
     "StreamEvent",
     "TextDelta",
+    "ToolCall",
+    "ToolSpec",
     "Usage",
     "complete",
     "complete_json",

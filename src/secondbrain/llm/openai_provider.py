@@ -9,7 +9,7 @@ import httpx2  # the HTTP client both SDKs are built on; its errors surface mid-
 import openai
 
 from secondbrain.llm.base import ChatProvider, broken_stream
-from secondbrain.llm.types import ChatRequest, StreamEvent, TextDelta, Usage
+from secondbrain.llm.types import ChatMessage, ChatRequest, StreamEvent, TextDelta, ToolCall, Usage
 from secondbrain.providers import ProviderContext, RetryPolicy, connection_error, status_error
 
 # Seconds to wait for the connection and between streamed chunks; a stalled stream fails instead of hanging.
@@ -35,10 +35,10 @@ class OpenAICompatibleProvider(ChatProvider):
         )
 
     def _arguments(self, request: ChatRequest) -> dict[str, Any]:
-        messages: list[dict[str, str]] = []
+        messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
-        messages.extend({"role": m.role, "content": m.content} for m in request.messages)
+        messages.extend(_message(m) for m in request.messages)
         arguments: dict[str, Any] = {
             "model": request.model,
             "messages": messages,
@@ -48,6 +48,12 @@ class OpenAICompatibleProvider(ChatProvider):
         }
         if request.temperature is not None:
             arguments["temperature"] = request.temperature
+        if request.tools:
+            arguments["tools"] = [
+                {"type": "function", "function": {"name": t.name, "description": t.description,
+                                                  "parameters": t.input_schema}}
+                for t in request.tools
+            ]  # fmt: skip
         return arguments
 
     async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
@@ -60,6 +66,8 @@ class OpenAICompatibleProvider(ChatProvider):
         finish_reason: str | None = None
         usage: Any = None
         model = request.model
+        # Tool calls arrive in pieces (id and name, then the arguments' JSON a little at a time), by index.
+        calls: dict[int, dict[str, str]] = {}
         # `async with` closes the HTTP response however the loop ends, a consumer's cancel included.
         async with stream:
             try:
@@ -70,6 +78,12 @@ class OpenAICompatibleProvider(ChatProvider):
                     for choice in chunk.choices:
                         if choice.delta and choice.delta.content:
                             yield TextDelta(choice.delta.content)
+                        for piece in (choice.delta.tool_calls if choice.delta else None) or []:
+                            call = calls.setdefault(piece.index, {"id": "", "name": "", "arguments": ""})
+                            call["id"] = piece.id or call["id"]
+                            if piece.function is not None:
+                                call["name"] = piece.function.name or call["name"]
+                                call["arguments"] += piece.function.arguments or ""
                         if choice.finish_reason:
                             finish_reason = choice.finish_reason
             except (openai.APIError, httpx2.HTTPError) as error:
@@ -77,12 +91,28 @@ class OpenAICompatibleProvider(ChatProvider):
                 raise broken_stream(self.context, str(error) or type(error).__name__) from None
         if finish_reason is None:
             raise broken_stream(self.context, "the stream ended without a finish reason")
+        for index in sorted(calls):
+            call = calls[index]
+            yield ToolCall(call["id"] or f"call_{index}", call["name"], call["arguments"])
         yield Usage(
             input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             output_tokens=getattr(usage, "completion_tokens", 0) or 0,
             stop_reason=finish_reason,
             model=model,
         )
+
+
+def _message(message: ChatMessage) -> dict[str, Any]:
+    """A message as OpenAI's API takes it: an assistant's tool calls, a tool's result for its call."""
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if message.tool_calls:
+        calls = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
+        ]
+        return {"role": "assistant", "content": message.content or None, "tool_calls": calls}
+    return {"role": message.role, "content": message.content}
 
 
 def _translate(context: ProviderContext, error: openai.APIStatusError, model: str) -> Exception:

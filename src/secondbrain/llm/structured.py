@@ -27,7 +27,7 @@ async def complete(provider: ChatProvider, request: ChatRequest) -> tuple[str, U
     async for event in provider.stream(request):
         if isinstance(event, TextDelta):
             parts.append(event.text)
-        else:
+        elif isinstance(event, Usage):
             usage = event
     assert usage is not None  # ChatProvider.stream ends with a Usage or raises
     return "".join(parts), usage

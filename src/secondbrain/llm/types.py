@@ -4,15 +4,41 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-Role = Literal["user", "assistant"]
+Role = Literal["user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool the model may call: its name, a description written for the model, and the JSON schema of its
+    arguments."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """The model calls a tool (a stream event, after the text), or called one (on an assistant message). The
+    arguments are the model's JSON text, as it wrote it: checking them is the tool's business, and a model that
+    wrote bad JSON gets a tool error back rather than a failed turn."""
+
+    id: str
+    name: str
+    arguments: str
 
 
 @dataclass(frozen=True)
 class ChatMessage:
+    """A message of the conversation. An assistant message may carry the tool calls it made; a `tool` message is
+    one call's result, for `tool_call_id`."""
+
     role: Role
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -33,6 +59,8 @@ class ChatRequest:
     max_tokens: int = 1024
     temperature: float | None = None
     passages: Sequence[SourcePassage] = field(default_factory=tuple)
+    # Tools the model may call; none means a plain answer.
+    tools: Sequence[ToolSpec] = field(default_factory=tuple)
 
     @property
     def question(self) -> str:
@@ -57,4 +85,4 @@ class Usage:
     model: str
 
 
-StreamEvent = TextDelta | Usage
+StreamEvent = TextDelta | ToolCall | Usage
