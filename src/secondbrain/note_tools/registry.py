@@ -127,28 +127,20 @@ async def _note_links(services: NoteServices, args: NoteLinks) -> str:
 
 
 async def _ask(services: NoteServices, args: Ask) -> str:
-    """A cited answer from the chat service's configured provider, in a conversation of its own that is deleted
-    afterwards: asking through a tool leaves nothing behind."""
-    chat = services.chat
-    if chat is None:
+    """A cited answer from the chat service's configured provider, by ChatService.Answer: a turn that stores
+    nothing, so asking through a tool leaves nothing behind."""
+    if services.chat is None:
         raise _ToolError("ask is not available here: no chat service is connected")
-    created = await chat.CreateConversation(
-        chat_pb.CreateConversationRequest(title=args.question[:80]), timeout=CALL_TIMEOUT_SECONDS
-    )
-    conversation = created.conversation.id
-    try:
-        request = chat_pb.SendMessageRequest(conversation_id=conversation, content=args.question)
-        text, sources = [], []
-        async for event in chat.SendMessage(request, timeout=ASK_TIMEOUT_SECONDS):
-            if event.HasField("sources"):
-                sources = list(event.sources.retrieval.passages)
-            elif event.HasField("delta"):
-                text.append(event.delta.text)
-            elif event.HasField("error"):
-                raise _ToolError(event.error.message)
-        return formatting.answer(*formatting.cited("".join(text), sources))
-    finally:
-        await chat.DeleteConversation(chat_pb.DeleteConversationRequest(id=conversation), timeout=CALL_TIMEOUT_SECONDS)
+    text, sources = [], []
+    request = chat_pb.AnswerRequest(content=args.question)
+    async for event in services.chat.Answer(request, timeout=ASK_TIMEOUT_SECONDS):
+        if event.HasField("sources"):
+            sources = list(event.sources.retrieval.passages)
+        elif event.HasField("delta"):
+            text.append(event.delta.text)
+        elif event.HasField("error"):
+            raise _ToolError(event.error.message)
+    return formatting.answer(*formatting.cited("".join(text), sources))
 
 
 class _ToolError(Exception):
