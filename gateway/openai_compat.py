@@ -16,6 +16,7 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import grpc
@@ -74,9 +75,44 @@ class _Completion(BaseModel):
     stream: bool = False
 
 
+def _error(message: str, kind: str, code: str | None) -> dict[str, Any]:
+    """OpenAI's error body."""
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
 def error_response(status: int, message: str, code: str | None = None) -> JSONResponse:
-    kind = _ERROR_TYPES.get(status, "api_error")
-    return JSONResponse({"error": {"message": message, "type": kind, "param": None, "code": code}}, status_code=status)
+    return JSONResponse(_error(message, _ERROR_TYPES.get(status, "api_error"), code), status_code=status)
+
+
+def _data(body: dict[str, Any] | str) -> bytes:
+    """One server-sent event of a stream, as OpenAI sends them: a `data:` line only."""
+    text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    return f"data: {text}\n\n".encode()
+
+
+@dataclass
+class _Turn:
+    """What a turn's events have brought so far, for both the whole answer and the stream."""
+
+    parts: list[str] = field(default_factory=list)
+    passages: list[common.Passage] = field(default_factory=list)
+    usage: pb.Usage = field(default_factory=pb.Usage)
+
+    def take(self, event: Any) -> pb.ErrorEvent | None:
+        """Record `event` (a SendMessage or Answer event); the error event when it is one."""
+        kind = event.WhichOneof("event")
+        if kind == "sources":
+            self.passages = list(event.sources.retrieval.passages)
+        elif kind == "delta":
+            self.parts.append(event.delta.text)
+        elif kind == "done":
+            self.usage = event.done.usage
+        elif kind == "error":
+            return event.error
+        return None
+
+    def cited(self) -> tuple[str, list[common.Passage]]:
+        return formatting.cited("".join(self.parts), self.passages)
 
 
 def _model_choice(model: str) -> tuple[str, str]:
@@ -192,24 +228,16 @@ class OpenAICompat:
             call.cancel()
 
     async def _whole(self, call: grpc.aio.UnaryStreamCall, first: object, completion: str, model: str) -> Response:
-        parts: list[str] = []
-        passages: list[common.Passage] = []
-        usage = pb.Usage()
+        turn = _Turn()
         try:
             async for event in self._events(call, first):
-                kind = event.WhichOneof("event")
-                if kind == "sources":
-                    passages = list(event.sources.retrieval.passages)
-                elif kind == "delta":
-                    parts.append(event.delta.text)
-                elif kind == "done":
-                    usage = event.done.usage
-                elif kind == "error":
-                    status = HTTP_STATUS.get(grpc.StatusCode[event.error.code], 500)
-                    return error_response(status, event.error.message, event.error.code.lower())
+                if (error := turn.take(event)) is not None:
+                    status = HTTP_STATUS.get(grpc.StatusCode[error.code], 500)
+                    return error_response(status, error.message, error.code.lower())
         except grpc.aio.AioRpcError as error:
             return self._rpc_error(error)
-        text, cited = formatting.cited("".join(parts), passages)
+        text, cited = turn.cited()
+        usage = turn.usage
         return JSONResponse({
             "id": completion,
             "object": "chat.completion",
@@ -234,35 +262,27 @@ class OpenAICompat:
         created = int(time.time())
 
         def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
-            body = {"id": completion, "object": "chat.completion.chunk", "created": created, "model": model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}  # fmt: skip
-            return f"data: {json.dumps(body, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+            return _data({"id": completion, "object": "chat.completion.chunk", "created": created, "model": model,
+                          "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra})  # fmt: skip
 
-        parts: list[str] = []
-        passages: list[common.Passage] = []
+        turn = _Turn()
         yield chunk({"role": "assistant", "content": ""})
         try:
             async for event in self._events(call, first):
-                kind = event.WhichOneof("event")
-                if kind == "sources":
-                    passages = list(event.sources.retrieval.passages)
-                elif kind == "delta":
-                    parts.append(event.delta.text)
-                    yield chunk({"content": event.delta.text})
-                elif kind == "error":
-                    error = {"message": event.error.message, "type": "api_error", "code": event.error.code.lower()}
-                    yield f"data: {json.dumps({'error': error})}\n\n".encode()
+                if (error := turn.take(event)) is not None:
+                    yield _data(_error(error.message, "api_error", error.code.lower()))
                     return
+                if event.WhichOneof("event") == "delta":
+                    yield chunk({"content": event.delta.text})
         except grpc.aio.AioRpcError as error:
             failed = self._failure(error)
-            body = {"error": {"message": failed.message, "type": "api_error", "code": failed.code.name.lower()}}
-            yield f"data: {json.dumps(body)}\n\n".encode()
+            yield _data(_error(failed.message, "api_error", failed.code.name.lower()))
             return
-        _, cited = formatting.cited("".join(parts), passages)
+        _, cited = turn.cited()
         if cited:
             yield chunk({"content": "\n\n" + formatting.sources_list(cited)})
         yield chunk({}, "stop", secondbrain={"sources": [_source(p) for p in cited]})
-        yield b"data: [DONE]\n\n"
+        yield _data("[DONE]")
 
 
 # The two operations in the shim's OpenAPI document (gateway/openapi.py adds them), in OpenAI's own shapes.
