@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 from google.protobuf import json_format
 
 from secondbrain.chat import store
-from secondbrain.chat.citations import check_citations
+from secondbrain.chat.citations import Checked, check_citations
 from secondbrain.chat.prompt import build_request
 from secondbrain.chat.retrieve_client import RetrieveClient, RetrieveOptions
 from secondbrain.chat.settings import ChatSettings, ResolvedSettings
@@ -204,6 +204,11 @@ class _Answer:
     retrieval_ms: float = 0.0
     first_token_ms: float | None = None
 
+    def checked(self) -> Checked:
+        """The answer's text with citations of passages it was not given stripped, and the numbers it cites."""
+        valid = [p.number for p in self.retrieval.passages] if self.retrieval is not None else []
+        return check_citations("".join(self.parts), valid)
+
 
 class Turns:
     def __init__(
@@ -293,8 +298,7 @@ class Turns:
             log.info("answer failed", extra={"error": str(error)})
             yield Error(error, None)
             return
-        valid = [p.number for p in answer.retrieval.passages] if answer.retrieval is not None else []
-        yield self._done(None, answer, check_citations("".join(answer.parts), valid).cited, started)
+        yield self._done(None, answer, answer.checked().cited, started)
 
     async def _respond(
         self,
@@ -388,10 +392,9 @@ class Turns:
 
     async def _finish(self, message_id: int, answer: _Answer, *, error: str) -> list[int]:
         """Fill in the turn's assistant message; returns the passage numbers the stored answer cites."""
-        valid = [p.number for p in answer.retrieval.passages] if answer.retrieval is not None else []
-        checked = check_citations("".join(answer.parts), valid)
+        checked = answer.checked()
         if checked.removed:
-            log.info("citations to missing passages stripped", extra={"numbers": checked.removed, "valid": valid})
+            log.info("citations to missing passages stripped", extra={"numbers": checked.removed})
         usage = answer.usage
         # No retrieval, no call to a model: the message names no provider or model that did not write it.
         asked = answer.retrieval is not None

@@ -10,6 +10,10 @@ from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.v1 import retrieval_pb2 as common
 
 
+def _tags(tags: Sequence[str]) -> str:
+    return ", ".join("#" + tag for tag in tags)
+
+
 def _heading(heading_path: Sequence[str]) -> str:
     return " > ".join(heading_path)
 
@@ -20,7 +24,7 @@ def search_results(response: pb.SearchResponse, query: str) -> str:
     lines = [f"{len(response.hits)} notes for {query!r}, best first:"]
     for number, hit in enumerate(response.hits, start=1):
         where = f" (under {_heading(hit.heading_path)})" if hit.heading_path else ""
-        tags = f"  tags: {', '.join('#' + t for t in hit.tags)}" if hit.tags else ""
+        tags = f"  tags: {_tags(hit.tags)}" if hit.tags else ""
         lines.append(f"{number}. {hit.path}: {hit.title}{where}{tags}")
         if hit.snippet:
             lines.append(f"   {hit.snippet}")
@@ -48,7 +52,7 @@ def note(response: pb.GetNoteResponse) -> str:
         span += " (counted from the end of the front matter until the next sync)"
     header = f"{response.path}: {response.title}, {span}"
     if response.tags:
-        header += f"; tags: {', '.join('#' + t for t in response.tags)}"
+        header += f"; tags: {_tags(response.tags)}"
     more = ""
     if response.end_line < response.last_line:
         more = f"\n\n(The note goes on to line {response.last_line}: read on with start_line {response.end_line + 1}.)"
@@ -60,7 +64,7 @@ def note_list(response: pb.ListNotesResponse) -> str:
         return "No indexed note matches."
     lines = [f"{len(response.notes)} of {response.total} notes, by path:"]
     for summary in response.notes:
-        tags = f"  tags: {', '.join('#' + t for t in summary.tags)}" if summary.tags else ""
+        tags = f"  tags: {_tags(summary.tags)}" if summary.tags else ""
         lines.append(f"- {summary.path}: {summary.title} ({summary.last_line} lines){tags}")
     if response.total > len(response.notes):
         lines.append(f"({response.total - len(response.notes)} more: narrow by folder or tag, or raise the limit.)")
