@@ -22,6 +22,7 @@ from secondbrain.errors import (
     Unavailable,
 )
 from secondbrain.llm import ChatMessage
+from secondbrain.note_tools import NoteServices
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
 from secondbrain.service.auth import open_channel
@@ -70,6 +71,10 @@ class RetrieveClient:
             self._channel = open_channel(self.address, self._token)
             self._stub = pb_grpc.RetrieveServiceStub(self._channel)
         return self._stub
+
+    def note_services(self) -> NoteServices:
+        """The note tools' services, on this client's channel (an agent turn's tools call retrieval through it)."""
+        return NoteServices(retrieve=self._get_stub())
 
     async def close(self) -> None:
         if self._channel is not None:

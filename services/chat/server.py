@@ -8,6 +8,7 @@ import os
 from collections.abc import Mapping
 
 from secondbrain.chat import store
+from secondbrain.chat.agent import AgentLimits
 from secondbrain.chat.app import Chat
 from secondbrain.chat.conversations import Conversations
 from secondbrain.chat.rate_limit import RateLimiter
@@ -52,7 +53,7 @@ def build_chat(
     return Chat(
         settings=chat_settings,
         conversations=Conversations(db, chat_settings),
-        turns=Turns(db, chat_settings, catalog, retrieve),
+        turns=Turns(db, chat_settings, catalog, retrieve, AgentLimits.from_config(config.vault.chat.agent)),
         retrieve=retrieve,
     )
 

@@ -15,6 +15,7 @@ import grpc
 from google.protobuf import json_format
 
 from secondbrain.chat import store
+from secondbrain.chat.agent import ToolAnswered, ToolCalled
 from secondbrain.chat.app import Chat
 from secondbrain.chat.rate_limit import RateLimiter, client_of
 from secondbrain.chat.settings import SETTABLE, ResolvedSettings, SettingsChoices
@@ -50,6 +51,7 @@ def settings_message(settings: ResolvedSettings) -> pb.Settings:
         alternates=settings.alternates,
         rerank=settings.rerank,
         rerank_model=settings.rerank_model,
+        mode=settings.mode,
     )
 
 
@@ -74,7 +76,8 @@ def options_message(options: SettingsChoices) -> pb.GetOptionsResponse:
 
 
 def sources_message(sources: dict | None) -> common.RetrievalResult | None:
-    """A stored sources record as the proto; its extra keys (the numbers cited) are not part of RetrievalResult."""
+    """A stored sources record as the proto; its extra keys (the numbers cited, the agent run) are not part of
+    RetrievalResult."""
     if sources is None:
         return None
     return json_format.ParseDict(sources, common.RetrievalResult(), ignore_unknown_fields=True)
@@ -92,6 +95,8 @@ def message_to_proto(row: store.MessageRow) -> pb.Message:
         error=row.error,
         create_time=timestamp(row.created_at),
     )
+    if row.sources is not None and "agent" in row.sources:
+        json_format.ParseDict(row.sources["agent"], message.agent, ignore_unknown_fields=True)
     if row.input_tokens is not None or row.output_tokens is not None:
         message.usage.CopyFrom(pb.Usage(input_tokens=row.input_tokens or 0, output_tokens=row.output_tokens or 0))
     return message
@@ -113,9 +118,28 @@ def turn_event(event: TurnEvent, message: type[Event] = pb.SendMessageResponse) 
     """One domain event of a turn as the stream's event, one to one (so a gateway maps each to one SSE event).
     `message` is SendMessage's event or Answer's, which has the same fields."""
     if isinstance(event, Sources):
-        return message(sources=pb.SourcesEvent(user_message_id=_id(event.user_message_id), retrieval=event.retrieval))
+        return message(
+            sources=pb.SourcesEvent(
+                user_message_id=_id(event.user_message_id),
+                retrieval=event.retrieval,
+                mode=event.mode,
+                mode_reason=event.mode_reason,
+            )
+        )
     if isinstance(event, Delta):
         return message(delta=pb.DeltaEvent(text=event.text))
+    if isinstance(event, ToolCalled):
+        return message(tool_call=pb.ToolCallEvent(id=event.id, tool=event.tool, arguments=event.arguments))
+    if isinstance(event, ToolAnswered):
+        return message(
+            tool_result=pb.ToolResultEvent(
+                id=event.id,
+                summary=event.summary,
+                passage_numbers=event.numbers,
+                passages=event.passages,
+                error=event.error,
+            )
+        )
     if isinstance(event, Done):
         return message(
             done=pb.DoneEvent(
@@ -124,6 +148,7 @@ def turn_event(event: TurnEvent, message: type[Event] = pb.SendMessageResponse) 
                 timings=[common.StageTiming(stage=stage, milliseconds=ms) for stage, ms in event.timings],
                 provider=event.provider,
                 model=event.model,
+                agent_stop_reason=event.agent_stop_reason,
             )
         )
     assert isinstance(event, Error)
@@ -206,7 +231,11 @@ class ChatServicer(pb_grpc.ChatServiceServicer):
     ) -> AsyncIterator[pb.SendMessageResponse]:
         self.limiter.check(client_of(context, self.limiter.trusted_hops))
         turn = self.chat.turns.send(
-            request.conversation_id, request.content, list(request.filters.folders), list(request.filters.tags)
+            request.conversation_id,
+            request.content,
+            list(request.filters.folders),
+            list(request.filters.tags),
+            request.mode,
         )
         # aclosing: however this stream ends (a client cancel included), the turn is closed now, so it stops its
         # provider stream and stores the partial answer at once.
@@ -226,6 +255,7 @@ class ChatServicer(pb_grpc.ChatServiceServicer):
             list(request.filters.tags),
             request.provider,
             request.model,
+            request.mode,
         )
         async with contextlib.aclosing(turn) as events:
             async for event in events:

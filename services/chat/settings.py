@@ -32,6 +32,7 @@ SETTABLE = store.SETTINGS_COLUMNS
 MIN_PASSAGES, MAX_PASSAGES = 1, 50
 MAX_SYSTEM_PROMPT_CHARS = 20_000
 MAX_NAME_CHARS = 200
+MODES = ("rag", "agent")
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class ResolvedSettings:
     alternates: bool
     rerank: bool
     rerank_model: str
+    mode: str
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,18 @@ def _text(name: str, value: Any, limit: int) -> str | None:
     return value or None
 
 
+def check_mode(value: str) -> str:
+    """A mode a request names: "rag" or "agent" ("" is the caller's default, returned as is)."""
+    mode = value.strip().lower()
+    if mode and mode not in MODES:
+        raise InvalidInput(f"mode is {value!r}: choose 'rag' (one retrieval, then the answer) or 'agent' (the model "
+                           "may also search and read the notes)")  # fmt: skip
+    return mode
+
+
 def _normalise(name: str, value: Any) -> Any:
+    if name == "mode":
+        return check_mode(value if isinstance(value, str) else "") or None
     if name == "system_prompt":
         return _text(name, value, MAX_SYSTEM_PROMPT_CHARS)
     if name in ("provider", "model", "persona_id", "rerank_model"):
@@ -127,6 +140,7 @@ class ChatSettings:
             alternates=self.retrieve.alternates if row.alternates is None else row.alternates,
             rerank=self.retrieve.rerank if row.rerank is None else row.rerank,
             rerank_model=row.rerank_model or self.retrieve.reranker.model or "",
+            mode=row.mode or self.chat.mode,
         )
 
     def defaults(self) -> ResolvedSettings:

@@ -1,7 +1,8 @@
 """One turn of a conversation: the question in, a cited answer streamed out, both stored.
 
-`Turns.send` is an async generator of domain events: `Sources` (what the answer will read), `Delta`s (the answer as
-it arrives), then `Done`, or `Error` in place of whatever could not happen. Nothing here knows gRPC; the servicer
+`Turns.send` is an async generator of domain events: `Sources` (what the answer will read), in agent mode the tool
+steps (`ToolCalled`, `ToolAnswered`: see agent.py), `Delta`s (the answer as it arrives), then `Done`, or `Error` in
+place of whatever could not happen. Nothing here knows gRPC; the servicer
 maps the events to the stream, one to one.
 
 What is stored, and when:
@@ -29,19 +30,21 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from google.protobuf import json_format
 
 from secondbrain.chat import store
+from secondbrain.chat.agent import AgentLimits, AgentLoop, AgentRecord, ToolAnswered, ToolCalled
 from secondbrain.chat.citations import Checked, check_citations
 from secondbrain.chat.prompt import build_request
 from secondbrain.chat.retrieve_client import RetrieveClient, RetrieveOptions
-from secondbrain.chat.settings import ChatSettings, ResolvedSettings
+from secondbrain.chat.settings import ChatSettings, ResolvedSettings, check_mode
 from secondbrain.db import Database
 from secondbrain.errors import InvalidInput, NotFound, SecondbrainError
 from secondbrain.llm import ChatMessage, ProviderCatalog, TextDelta, Usage
+from secondbrain.llm.tokens import count_message_tokens
 from secondbrain.service.observe import (
     CHAT_TURNS,
     PROVIDER_FIRST_TOKEN,
@@ -84,6 +87,9 @@ class Sources:
     # None for a turn that is not stored (`Turns.answer`), as in Done and Error.
     user_message_id: int | None
     retrieval: common.RetrievalResult
+    mode: str = "rag"
+    # Why the turn runs as rag when agent mode was asked for.
+    mode_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,7 @@ class Done:
     provider: str
     model: str
     cited: list[int]
+    agent_stop_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -111,7 +118,7 @@ class Error:
     message_id: int | None
 
 
-TurnEvent = Sources | Delta | Done | Error
+TurnEvent = Sources | ToolCalled | ToolAnswered | Delta | Done | Error
 
 
 def title_from(question: str) -> str:
@@ -152,10 +159,15 @@ def parse_conversation_id(value: str) -> uuid.UUID:
         raise InvalidInput(f"{value!r} is not a conversation id (a UUID, as CreateConversation returns)") from None
 
 
-def sources_record(retrieval: common.RetrievalResult, cited: Sequence[int]) -> dict[str, Any]:
-    """What the message's `sources` column holds: the retrieval result as proto JSON, plus the numbers cited."""
+def sources_record(
+    retrieval: common.RetrievalResult, cited: Sequence[int], agent: AgentRecord | None = None
+) -> dict[str, Any]:
+    """What the message's `sources` column holds: the retrieval result as proto JSON (with every passage a tool
+    added), plus the numbers cited and how the answer was found."""
     record = json_format.MessageToDict(retrieval, preserving_proto_field_name=True)
     record["cited"] = list(cited)
+    if agent is not None:
+        record["agent"] = agent.as_dict()
     return record
 
 
@@ -203,6 +215,18 @@ class _Answer:
     usage: Usage | None = None
     retrieval_ms: float = 0.0
     first_token_ms: float | None = None
+    agent: AgentRecord | None = None
+
+    def add_usage(self, usage: Usage) -> None:
+        """A model call's usage; an agent turn makes several, and the turn's usage is their sum."""
+        if self.usage is not None:
+            usage = Usage(
+                self.usage.input_tokens + usage.input_tokens,
+                self.usage.output_tokens + usage.output_tokens,
+                usage.stop_reason,
+                usage.model,
+            )
+        self.usage = usage
 
     def checked(self) -> Checked:
         """The answer's text with citations of passages it was not given stripped, and the numbers it cites."""
@@ -212,20 +236,35 @@ class _Answer:
 
 class Turns:
     def __init__(
-        self, db: Database, settings: ChatSettings, catalog: ProviderCatalog, retrieve: RetrieveClient
+        self,
+        db: Database,
+        settings: ChatSettings,
+        catalog: ProviderCatalog,
+        retrieve: RetrieveClient,
+        agent_limits: AgentLimits | None = None,
     ) -> None:
         self.db = db
         self.settings = settings
         self.catalog = catalog
         self.retrieve = retrieve
+        self.agent_limits = agent_limits or AgentLimits()
 
     async def send(
-        self, conversation_id: str, content: str, folders: Sequence[str] = (), tags: Sequence[str] = ()
+        self,
+        conversation_id: str,
+        content: str,
+        folders: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        mode: str = "",
     ) -> AsyncIterator[TurnEvent]:
+        """`mode` ("rag" or "agent") overrides the settings' for this turn."""
         started = time.perf_counter()
         question = validate_question(content)
         conversation = parse_conversation_id(conversation_id)
+        mode = check_mode(mode)
         settings = await self.settings.get()
+        if mode:
+            settings = replace(settings, mode=mode)
         # Carried through a client's cancel: once the question may be stored, whether it was must be known, so its
         # answer row is then closed as cancelled rather than left pending.
         opened, left = await _outlast_cancellation(self._open(conversation, question))
@@ -275,16 +314,20 @@ class Turns:
         tags: Sequence[str] = (),
         provider: str = "",
         model: str = "",
+        mode: str = "",
     ) -> AsyncIterator[TurnEvent]:
         """A turn that is not stored: the question with the history its caller keeps, answered by the settings'
-        provider and model (or `provider`/`model`, checked as the settings check them) in the settings' persona.
-        The events are `send`'s, their message ids None."""
+        provider and model (or `provider`/`model`, checked as the settings check them) in the settings' persona,
+        and their mode (or `mode`). The events are `send`'s, their message ids None."""
         started = time.perf_counter()
         question = validate_question(content)
         earlier = validate_history(history)
+        mode = check_mode(mode)
         settings = await self.settings.get()
         if provider or model:
             settings = self.settings.with_model(settings, provider, model)
+        if mode:
+            settings = replace(settings, mode=mode)
         async with self.db.pool.acquire(timeout=store.STATEMENT_TIMEOUT) as connection:
             persona = await store.get_persona(connection, settings.persona_id)
         answer = _Answer(provider=settings.provider, model=settings.model)
@@ -311,9 +354,10 @@ class Turns:
         answer: _Answer,
         user_message_id: int | None,
         started: float,
-    ) -> AsyncIterator[Sources | Delta]:
-        """What every turn does, stored or not: retrieve, then stream the model's answer, filling in `answer` as it
-        comes. Raises SecondbrainError when retrieval or the provider fails."""
+    ) -> AsyncIterator[Sources | ToolCalled | ToolAnswered | Delta]:
+        """What every turn does, stored or not: retrieve, then stream the model's answer (in agent mode, after the
+        tool steps it takes), filling in `answer` as it comes. Raises SecondbrainError when retrieval or the provider
+        fails."""
         retrieval_started = time.perf_counter()
         answer.retrieval = await self.retrieve.retrieve(
             question,
@@ -323,10 +367,15 @@ class Turns:
             RetrieveOptions(settings.passages, settings.alternates, settings.rerank, settings.rerank_model),
         )
         answer.retrieval_ms = (time.perf_counter() - retrieval_started) * 1000
-        yield Sources(user_message_id, answer.retrieval)
+        provider = self.catalog.provider(settings.provider)
+        if settings.mode == "agent":
+            reason = provider.no_tools_reason
+            answer.agent = AgentRecord("rag", f"{reason}; this turn ran as rag") if reason else AgentRecord("agent")
+        mode, mode_reason = (answer.agent.mode, answer.agent.mode_reason) if answer.agent else ("rag", "")
+        yield Sources(user_message_id, answer.retrieval, mode, mode_reason)
 
         preset = self.settings.model(settings.provider, settings.model)
-        request, _ = build_request(
+        request, budget = build_request(
             model=settings.model,
             context_window=preset.context_window if preset is not None else 0,
             base_prompt=settings.system_prompt,
@@ -335,18 +384,27 @@ class Turns:
             history=earlier,
             question=question,
         )
-        provider = self.catalog.provider(settings.provider)
+        if mode == "agent":
+            assert answer.agent is not None
+            loop = AgentLoop(provider, self.retrieve.note_services(), self.agent_limits, answer.agent, answer.retrieval)
+            # The tool results get what the history left of its share of the window.
+            room = budget.history - count_message_tokens(request.messages[:-1])
+            events = loop.run(request, room)
+        else:
+            events = provider.stream(request)
         # aclosing: when this generator is closed or cancelled mid-answer, the provider's stream (and its HTTP
-        # request) is closed right away, not whenever it is garbage-collected.
-        async with contextlib.aclosing(provider.stream(request)) as events:
-            async for event in events:
+        # request, or the tool call in flight) is closed right away, not whenever it is garbage-collected.
+        async with contextlib.aclosing(events) as stream:
+            async for event in stream:
                 if isinstance(event, TextDelta):
                     if answer.first_token_ms is None:
                         answer.first_token_ms = (time.perf_counter() - started) * 1000
                     answer.parts.append(event.text)
                     yield Delta(event.text)
                 elif isinstance(event, Usage):
-                    answer.usage = event
+                    answer.add_usage(event)
+                elif isinstance(event, ToolCalled | ToolAnswered):
+                    yield event
 
     @staticmethod
     def _done(message_id: int | None, answer: _Answer, cited: list[int], started: float) -> Done:
@@ -355,13 +413,16 @@ class Turns:
         total_ms = (time.perf_counter() - started) * 1000
         first_token_ms = answer.first_token_ms or total_ms
         timings = [("retrieval", answer.retrieval_ms), ("first_token", first_token_ms), ("total", total_ms)]
+        if answer.agent is not None and answer.agent.steps:
+            timings += [("tools", answer.agent.tools_ms), ("agent_overhead", answer.agent.overhead_ms)]
         model = usage.model or answer.model
         CHAT_TURNS.labels("complete").inc()
         PROVIDER_FIRST_TOKEN.labels(answer.provider, model).observe(first_token_ms / 1000)
         PROVIDER_TURN.labels(answer.provider, model).observe(total_ms / 1000)
         PROVIDER_TOKENS.labels(answer.provider, model, "input").inc(usage.input_tokens)
         PROVIDER_TOKENS.labels(answer.provider, model, "output").inc(usage.output_tokens)
-        return Done(message_id, usage, timings, answer.provider, model, cited)
+        stop_reason = answer.agent.stop_reason if answer.agent is not None else ""
+        return Done(message_id, usage, timings, answer.provider, model, cited, stop_reason)
 
     async def _open(self, conversation: uuid.UUID, question: str) -> _Opened | None:
         """Read what the turn needs and store its question with the answer's placeholder; None: no conversation.
@@ -404,7 +465,11 @@ class Turns:
                 connection,
                 message_id,
                 content=checked.text,
-                sources=sources_record(answer.retrieval, checked.cited) if answer.retrieval is not None else None,
+                sources=(
+                    sources_record(answer.retrieval, checked.cited, answer.agent)
+                    if answer.retrieval is not None
+                    else None
+                ),
                 provider=answer.provider if asked else "",
                 model=model,
                 input_tokens=usage.input_tokens if usage is not None else None,

@@ -253,12 +253,30 @@ class RetrieveSection(_Section):
     wikilink_expansion: bool = Field(default=False, description="Notes linked from top passages join as candidates.")
 
 
+class AgentSection(_Section):
+    """`chat.agent`: the limits of an agent-mode turn, after which the model answers from what it gathered."""
+
+    max_steps: int = Field(default=6, ge=1, le=30, description="Model calls that may use tools, per turn.")
+    tool_tokens: int = Field(
+        default=24_000,
+        ge=500,
+        le=500_000,
+        description="Tokens of all tool results together (and never more than the model's context leaves).",
+    )
+    result_tokens: int = Field(default=4_000, ge=200, le=100_000, description="Tokens of one tool result.")
+    seconds: float = Field(default=120.0, gt=0, le=1800, description="Wall time of the tool loop.")
+
+
 class ChatSection(_Section):
     """`chat` in secondbrain.json: the default provider, model and system prompt, and provider overrides."""
 
     default_provider: str | None = None
     default_model: str | None = None
     system_prompt: str | None = None
+    mode: Literal["rag", "agent"] = Field(
+        default="rag", description="rag: one retrieval, then the answer; agent: the model may also use the note tools."
+    )
+    agent: AgentSection = Field(default_factory=AgentSection)
     providers: dict[str, ProviderOverride] = Field(
         default_factory=dict, description="Per provider id: models to add or override, base_url, default_model."
     )

@@ -240,8 +240,12 @@ async def test_tool_calls_arrive_whole_after_the_text_and_results_go_back_in_the
         ],
         tools=[SEARCH_TOOL],
         max_tokens=300,
+        tool_choice="none",
     )
     await collect(vendor.provider, follow_up)
+    choice = vendor.server.requests[-1].json["tool_choice"]
+    assert choice == ({"type": "none"} if vendor.id == "anthropic" else "none"), "asked to answer in text now"
+    assert vendor.server.requests[-2].json["tool_choice"] in ("auto", {"type": "auto"})
     sent = vendor.server.requests[-1].json["messages"]
     if vendor.id == "anthropic":
         assert sent[1]["content"][1] == {"type": "tool_use", "id": "call_a", "name": "search_notes",

@@ -9,7 +9,6 @@ The SDK asks for base64 embeddings unless the caller names a format, so both enc
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from typing import Any
@@ -61,7 +60,7 @@ def _completion(model: str, reply: Reply) -> dict[str, Any]:
             {
                 "id": reply.call_id(index),
                 "type": "function",
-                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                "function": {"name": call.name, "arguments": call.json_text()},
             }
             for index, call in enumerate(reply.tool_calls)
         ]

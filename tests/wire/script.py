@@ -20,15 +20,20 @@ def _default_deltas() -> list[str]:
 @dataclass
 class ToolCall:
     """A tool the scripted model calls, after its text (if any). A stream sends the arguments' JSON in `pieces`
-    parts, as models do, so a client must join them before parsing."""
+    parts, as models do, so a client must join them before parsing. `raw` replaces that JSON with text as it is (a
+    model that writes broken JSON; OpenAI's wire only, as Anthropic's streams always end in an object)."""
 
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     id: str = ""
     pieces: int = 3
+    raw: str | None = None
+
+    def json_text(self) -> str:
+        return self.raw if self.raw is not None else json.dumps(self.arguments)
 
     def argument_pieces(self) -> list[str]:
-        text = json.dumps(self.arguments)
+        text = self.json_text()
         size = max(1, -(-len(text) // self.pieces))
         return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 

@@ -13,7 +13,7 @@ from secondbrain.chat.store.sql import STATEMENT_TIMEOUT, set_clause
 
 # The columns of chat_settings a person can set, in the order of the API's Settings message.
 SETTINGS_COLUMNS = (
-    "provider", "model", "persona_id", "system_prompt", "passages", "alternates", "rerank", "rerank_model",
+    "provider", "model", "persona_id", "system_prompt", "passages", "alternates", "rerank", "rerank_model", "mode",
 )  # fmt: skip
 
 
@@ -29,6 +29,7 @@ class SettingsRow:
     alternates: bool | None = None
     rerank: bool | None = None
     rerank_model: str | None = None
+    mode: str | None = None
 
 
 def _settings(row: asyncpg.Record | None) -> SettingsRow:

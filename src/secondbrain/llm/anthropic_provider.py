@@ -41,6 +41,7 @@ class AnthropicProvider(ChatProvider):
             arguments["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in request.tools
             ]
+            arguments["tool_choice"] = {"type": request.tool_choice}
         return arguments
 
     async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:

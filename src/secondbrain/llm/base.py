@@ -27,6 +27,11 @@ class ChatProvider(ABC):
     def id(self) -> str:
         return self.context.provider_id
 
+    @property
+    def no_tools_reason(self) -> str:
+        """Why this provider cannot call tools (so a tool-using turn runs without them); empty when it can."""
+        return ""
+
     @abstractmethod
     def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """One attempt. Raise RetryableFailure for what may pass, a SecondbrainError for what will not."""

@@ -106,6 +106,10 @@ class ExtractiveProvider(ChatProvider):
     def __init__(self) -> None:
         super().__init__(ProviderContext("extractive", "Extractive", base_url="", api_key_env=None, api_key=None))
 
+    @property
+    def no_tools_reason(self) -> str:
+        return "the extractive provider quotes the passages and has no model to call tools; choose a model provider"
+
     async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         passages = list(request.passages)
         pieces = [PREAMBLE]

@@ -54,6 +54,7 @@ class OpenAICompatibleProvider(ChatProvider):
                                                   "parameters": t.input_schema}}
                 for t in request.tools
             ]  # fmt: skip
+            arguments["tool_choice"] = request.tool_choice
         return arguments
 
     async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:

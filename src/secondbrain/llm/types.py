@@ -61,6 +61,9 @@ class ChatRequest:
     passages: Sequence[SourcePassage] = field(default_factory=tuple)
     # Tools the model may call; none means a plain answer.
     tools: Sequence[ToolSpec] = field(default_factory=tuple)
+    # "none" keeps the tools on offer (a conversation holding tool calls needs them, for some vendors) but asks for
+    # an answer in text: the last step of a tool loop.
+    tool_choice: Literal["auto", "none"] = "auto"
 
     @property
     def question(self) -> str:

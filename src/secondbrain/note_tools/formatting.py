@@ -46,17 +46,22 @@ def passages(found: Sequence[common.Passage], question: str) -> str:
     return "\n\n".join(parts)
 
 
-def note(response: pb.GetNoteResponse) -> str:
-    span = f"lines {response.start_line}-{response.end_line} of {response.last_line}"
+def note(response: pb.GetNoteResponse, read: common.Passage | None) -> str:
+    """The lines read, as `read` holds them (the response's, or fewer when a reader's context had no room for
+    all); a number when the reader gave the passage one."""
+    if read is None:
+        return f"{response.path}: {response.title}: no room was left to read it."
+    span = f"lines {read.start_line}-{read.end_line} of {response.last_line}"
     if not response.lines_known:
         span += " (counted from the end of the front matter until the next sync)"
-    header = f"{response.path}: {response.title}, {span}"
+    number = f"[{read.number}] " if read.number else ""
+    header = f"{number}{response.path}: {response.title}, {span}"
     if response.tags:
         header += f"; tags: {_tags(response.tags)}"
     more = ""
-    if response.end_line < response.last_line:
-        more = f"\n\n(The note goes on to line {response.last_line}: read on with start_line {response.end_line + 1}.)"
-    return f"{header}\n\n{response.text}{more}"
+    if read.end_line < response.last_line:
+        more = f"\n\n(The note goes on to line {response.last_line}: read on with start_line {read.end_line + 1}.)"
+    return f"{header}\n\n{read.text}{more}"
 
 
 def note_list(response: pb.ListNotesResponse) -> str:

@@ -1,15 +1,17 @@
 """The note tools, defined once: name, a description written for a model, the JSON schema of the arguments (from a
 pydantic model, which also checks them) and a handler calling our gRPC services.
 
-A tool never raises to its caller: bad arguments, a note the index does not hold or a service that is down come back
-as a `ToolResult` marked as an error, in the sentences our API gives, so the model can correct itself.
+Two callers share them: the MCP server (`call_tool`: a tool's text) and the chat service's agent mode (`find`: what
+a tool found as data, whose passages the turn numbers in its own sequence before the model reads them). Neither
+sees an exception: bad arguments, a note the index does not hold or a service that is down are a `ToolFailure` (an
+error result, for MCP), in the sentences our API gives, so the model can correct itself.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import grpc
@@ -44,6 +46,27 @@ class NoteServices:
 class ToolResult:
     text: str
     is_error: bool = False
+
+
+Passages = Sequence[common.Passage]
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a tool found. `passages` are what it quotes and a reader may cite; `render` and `summary` say it, given
+    those passages as the reader numbers them (an agent turn renumbers them into its own sequence, and may keep
+    fewer, or fewer lines, to fit the model's context)."""
+
+    render: Callable[[Passages], str]
+    summary: Callable[[Passages], str]
+    passages: tuple[common.Passage, ...] = field(default=())
+
+    def text(self) -> str:
+        return self.render(self.passages)
+
+
+class ToolFailure(Exception):
+    """A call the model should be told failed, and why (as it is: the sentence is written for it)."""
 
 
 class _Arguments(BaseModel):
@@ -93,44 +116,80 @@ class Ask(_Arguments):
     question: str = Field(description="A question about the notes, standing on its own.")
 
 
-async def _search_notes(services: NoteServices, args: SearchNotes) -> str:
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+async def _search_notes(services: NoteServices, args: SearchNotes) -> Found:
     request = pb.SearchRequest(query=args.query, mode=SEARCH_MODES[args.mode], filters=args.filters(), limit=args.limit)
     response = await services.retrieve.Search(request, timeout=CALL_TIMEOUT_SECONDS)
-    return formatting.search_results(response, args.query)
+    return Found(
+        render=lambda _: formatting.search_results(response, args.query),
+        summary=lambda _: f"Searched {args.query!r}: {_plural(len(response.hits), 'note')}",
+    )
 
 
-async def _retrieve_passages(services: NoteServices, args: RetrievePassages) -> str:
+async def _retrieve_passages(services: NoteServices, args: RetrievePassages) -> Found:
     # The question stands on its own: no conversation to condense it against.
     options = pb.RetrieveOptions(max_passages=args.passages, condense=False)
     request = pb.RetrieveRequest(query=args.question, filters=args.filters(), options=options)
     call = services.retrieve.Retrieve(request, timeout=CALL_TIMEOUT_SECONDS)
     found = [event.passage async for event in call if event.HasField("passage")]
-    return formatting.passages(found, args.question)
+    return Found(
+        render=lambda passages: formatting.passages(passages, args.question),
+        summary=lambda passages: f"Retrieved {_plural(len(passages), 'passage')} for {args.question!r}",
+        passages=tuple(found),
+    )
 
 
-async def _read_note(services: NoteServices, args: ReadNote) -> str:
+async def _read_note(services: NoteServices, args: ReadNote) -> Found:
     request = pb.GetNoteRequest(path=args.path, start_line=args.start_line, end_line=args.end_line)
     response = await services.retrieve.GetNote(request, timeout=CALL_TIMEOUT_SECONDS)
-    return formatting.note(response)
+    read = common.Passage(
+        note_path=response.path,
+        note_title=response.title,
+        start_line=response.start_line,
+        end_line=response.end_line,
+        text=response.text,
+    )
+
+    def summary(passages: Passages) -> str:
+        if not passages:
+            return f"Read nothing of {response.path}"
+        return f"Read {response.path} lines {passages[0].start_line}-{passages[0].end_line}"
+
+    return Found(
+        render=lambda passages: formatting.note(response, passages[0] if passages else None),
+        summary=summary,
+        passages=(read,),
+    )
 
 
-async def _list_notes(services: NoteServices, args: ListNotes) -> str:
+async def _list_notes(services: NoteServices, args: ListNotes) -> Found:
     request = pb.ListNotesRequest(filters=args.filters(), limit=args.limit)
     response = await services.retrieve.ListNotes(request, timeout=CALL_TIMEOUT_SECONDS)
-    return formatting.note_list(response)
+    return Found(
+        render=lambda _: formatting.note_list(response),
+        summary=lambda _: f"Listed {len(response.notes)} of {_plural(response.total, 'note')}",
+    )
 
 
-async def _note_links(services: NoteServices, args: NoteLinks) -> str:
+async def _note_links(services: NoteServices, args: NoteLinks) -> Found:
     request = pb.GetNoteLinksRequest(path=args.path)
     response = await services.retrieve.GetNoteLinks(request, timeout=CALL_TIMEOUT_SECONDS)
-    return formatting.links(response)
+    return Found(
+        render=lambda _: formatting.links(response),
+        summary=lambda _: (
+            f"Links of {response.path}: {len(response.outgoing)} out, {_plural(len(response.backlinks), 'backlink')}"
+        ),
+    )
 
 
-async def _ask(services: NoteServices, args: Ask) -> str:
+async def _ask(services: NoteServices, args: Ask) -> Found:
     """A cited answer from the chat service's configured provider, by ChatService.Answer: a turn that stores
     nothing, so asking through a tool leaves nothing behind."""
     if services.chat is None:
-        raise _ToolError("ask is not available here: no chat service is connected")
+        raise ToolFailure("ask is not available here: no chat service is connected")
     text, sources = [], []
     request = chat_pb.AnswerRequest(content=args.question)
     async for event in services.chat.Answer(request, timeout=ASK_TIMEOUT_SECONDS):
@@ -139,12 +198,9 @@ async def _ask(services: NoteServices, args: Ask) -> str:
         elif event.HasField("delta"):
             text.append(event.delta.text)
         elif event.HasField("error"):
-            raise _ToolError(event.error.message)
-    return formatting.answer(*formatting.cited("".join(text), sources))
-
-
-class _ToolError(Exception):
-    """A failure the model should read, as it is."""
+            raise ToolFailure(event.error.message)
+    answer = formatting.answer(*formatting.cited("".join(text), sources))
+    return Found(render=lambda _: answer, summary=lambda _: f"Asked {args.question!r}")
 
 
 @dataclass(frozen=True)
@@ -152,14 +208,14 @@ class NoteTool:
     name: str
     description: str
     arguments: type[_Arguments]
-    handler: Callable[[NoteServices, Any], Awaitable[str]]
+    handler: Callable[[NoteServices, Any], Awaitable[Found]]
 
     @property
     def input_schema(self) -> dict[str, Any]:
         schema = self.arguments.model_json_schema()
         schema.pop("title", None)
-        for field in schema.get("properties", {}).values():
-            field.pop("title", None)
+        for argument in schema.get("properties", {}).values():
+            argument.pop("title", None)
         return schema
 
 
@@ -210,24 +266,36 @@ NOTE_TOOLS: dict[str, NoteTool] = {
 }
 
 
-async def call_tool(services: NoteServices, name: str, arguments: dict[str, Any] | None) -> ToolResult:
-    """Run the tool `name` with `arguments`; every failure is a ToolResult marked as an error."""
+# The tools an agent turn offers its model: `ask` would have the chat service ask itself.
+AGENT_TOOLS = tuple(tool for name, tool in NOTE_TOOLS.items() if name != "ask")
+
+
+async def find(services: NoteServices, name: str, arguments: dict[str, Any] | None) -> Found:
+    """Run the tool `name` with `arguments`; raises ToolFailure, and nothing else, when it cannot."""
     tool = NOTE_TOOLS.get(name)
     if tool is None:
-        return ToolResult(f"there is no tool {name!r}; the tools are {', '.join(NOTE_TOOLS)}", is_error=True)
+        raise ToolFailure(f"there is no tool {name!r}; the tools are {', '.join(NOTE_TOOLS)}")
     try:
         args = tool.arguments.model_validate(arguments or {})
     except ValidationError as error:
-        return ToolResult(f"{name}: {_problems(error)}", is_error=True)
+        raise ToolFailure(f"{name}: {_problems(error)}") from None
     try:
-        return ToolResult(await tool.handler(services, args))
+        return await tool.handler(services, args)
     except grpc.aio.AioRpcError as error:
-        return ToolResult(_rpc_problem(error), is_error=True)
-    except _ToolError as error:
-        return ToolResult(str(error), is_error=True)
+        raise ToolFailure(_rpc_problem(error)) from None
+    except ToolFailure:
+        raise
     except Exception:
         log.exception("the note tool %s failed", name)
-        return ToolResult(f"{name} failed unexpectedly; the server's log says why", is_error=True)
+        raise ToolFailure(f"{name} failed unexpectedly; the server's log says why") from None
+
+
+async def call_tool(services: NoteServices, name: str, arguments: dict[str, Any] | None) -> ToolResult:
+    """Run the tool `name` with `arguments`: its text, or the failure as an error result."""
+    try:
+        return ToolResult((await find(services, name, arguments)).text())
+    except ToolFailure as failure:
+        return ToolResult(str(failure), is_error=True)
 
 
 def _problems(error: ValidationError) -> str:

@@ -226,6 +226,7 @@ class Settings(_message.Message):
     ALTERNATES_FIELD_NUMBER: _builtins.int
     RERANK_FIELD_NUMBER: _builtins.int
     RERANK_MODEL_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
     provider: _builtins.str
     """The provider id."""
     model: _builtins.str
@@ -244,6 +245,11 @@ class Settings(_message.Message):
     """Whether candidates are reranked."""
     rerank_model: _builtins.str
     """The reranker model."""
+    mode: _builtins.str
+    """How a turn answers: "rag" (one retrieval, then the answer; the
+    default) or "agent" (that retrieval, then the model may search, read
+    notes and follow links with the note tools before it answers).
+    """
     def __init__(
         self,
         *,
@@ -256,10 +262,11 @@ class Settings(_message.Message):
         alternates: _builtins.bool = ...,
         rerank: _builtins.bool = ...,
         rerank_model: _builtins.str = ...,
+        mode: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["alternates", b"alternates", "model", b"model", "passages", b"passages", "persona_id", b"persona_id", "provider", b"provider", "rerank", b"rerank", "rerank_model", b"rerank_model", "system_prompt", b"system_prompt", "system_prompt_is_default", b"system_prompt_is_default"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["alternates", b"alternates", "mode", b"mode", "model", b"model", "passages", b"passages", "persona_id", b"persona_id", "provider", b"provider", "rerank", b"rerank", "rerank_model", b"rerank_model", "system_prompt", b"system_prompt", "system_prompt_is_default", b"system_prompt_is_default"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -406,6 +413,7 @@ class Message(_message.Message):
     STATUS_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
     CREATE_TIME_FIELD_NUMBER: _builtins.int
+    AGENT_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """The message id."""
     role: _retrieval_pb2.MessageRole.ValueType
@@ -432,6 +440,12 @@ class Message(_message.Message):
     def create_time(self) -> _timestamp_pb2.Timestamp:
         """When it was stored."""
 
+    @_builtins.property
+    def agent(self) -> Global___AgentRun:
+        """How the answer was found: its mode and, in agent mode, every tool step;
+        unset on user messages and on answers stored before agent mode.
+        """
+
     def __init__(
         self,
         *,
@@ -445,14 +459,101 @@ class Message(_message.Message):
         status: Global___MessageStatus.ValueType = ...,
         error: _builtins.str = ...,
         create_time: _timestamp_pb2.Timestamp | None = ...,
+        agent: Global___AgentRun | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "sources", b"sources", "usage", b"usage"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["agent", b"agent", "create_time", b"create_time", "sources", b"sources", "usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "create_time", b"create_time", "error", b"error", "id", b"id", "model", b"model", "provider", b"provider", "role", b"role", "sources", b"sources", "status", b"status", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent", b"agent", "content", b"content", "create_time", b"create_time", "error", b"error", "id", b"id", "model", b"model", "provider", b"provider", "role", b"role", "sources", b"sources", "status", b"status", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Message: _TypeAlias = Message  # noqa: Y015
+
+@_typing.final
+class ToolStep(_message.Message):
+    """One step of an agent turn: a tool the model called and what came back."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    TOOL_FIELD_NUMBER: _builtins.int
+    ARGUMENTS_FIELD_NUMBER: _builtins.int
+    SUMMARY_FIELD_NUMBER: _builtins.int
+    PASSAGE_NUMBERS_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """The call's id, as the model named it."""
+    tool: _builtins.str
+    """The tool, such as "search_notes" or "read_note"."""
+    arguments: _builtins.str
+    """The arguments, as the JSON text the model wrote."""
+    summary: _builtins.str
+    """What came back, in one line for people ("5 notes for 'kitchen'")."""
+    error: _builtins.str
+    """Why the call failed (a tool error the model was given); empty when it
+    did not.
+    """
+    @_builtins.property
+    def passage_numbers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The numbers of the passages it gave the model (new to the turn, or ones
+        the turn already had).
+        """
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        tool: _builtins.str = ...,
+        arguments: _builtins.str = ...,
+        summary: _builtins.str = ...,
+        passage_numbers: _abc.Iterable[_builtins.int] | None = ...,
+        error: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "error", b"error", "id", b"id", "passage_numbers", b"passage_numbers", "summary", b"summary", "tool", b"tool"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ToolStep: _TypeAlias = ToolStep  # noqa: Y015
+
+@_typing.final
+class AgentRun(_message.Message):
+    """How a turn was answered."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MODE_FIELD_NUMBER: _builtins.int
+    MODE_REASON_FIELD_NUMBER: _builtins.int
+    STEPS_FIELD_NUMBER: _builtins.int
+    STOP_REASON_FIELD_NUMBER: _builtins.int
+    mode: _builtins.str
+    """The mode the turn ran in: "rag" or "agent"."""
+    mode_reason: _builtins.str
+    """Why the turn ran as "rag" when "agent" was asked for; empty otherwise."""
+    stop_reason: _builtins.str
+    """Why the model stopped calling tools before it chose to (the step,
+    token or time limit); empty when it stopped on its own.
+    """
+    @_builtins.property
+    def steps(self) -> _containers.RepeatedCompositeFieldContainer[Global___ToolStep]:
+        """The tool steps, in order."""
+
+    def __init__(
+        self,
+        *,
+        mode: _builtins.str = ...,
+        mode_reason: _builtins.str = ...,
+        steps: _abc.Iterable[Global___ToolStep] | None = ...,
+        stop_reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["mode", b"mode", "mode_reason", b"mode_reason", "steps", b"steps", "stop_reason", b"stop_reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AgentRun: _TypeAlias = AgentRun  # noqa: Y015
 
 @_typing.final
 class Conversation(_message.Message):
@@ -764,10 +865,13 @@ class SendMessageRequest(_message.Message):
     CONVERSATION_ID_FIELD_NUMBER: _builtins.int
     CONTENT_FIELD_NUMBER: _builtins.int
     FILTERS_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
     conversation_id: _builtins.str
     """The conversation id."""
     content: _builtins.str
     """The question."""
+    mode: _builtins.str
+    """"rag" or "agent" for this turn only; empty takes the settings' mode."""
     @_builtins.property
     def filters(self) -> _retrieval_pb2.RetrievalFilters:
         """Filters that narrow retrieval to part of the vault."""
@@ -778,10 +882,11 @@ class SendMessageRequest(_message.Message):
         conversation_id: _builtins.str = ...,
         content: _builtins.str = ...,
         filters: _retrieval_pb2.RetrievalFilters | None = ...,
+        mode: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "conversation_id", b"conversation_id", "filters", b"filters"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "conversation_id", b"conversation_id", "filters", b"filters", "mode", b"mode"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -798,6 +903,7 @@ class AnswerRequest(_message.Message):
     FILTERS_FIELD_NUMBER: _builtins.int
     PROVIDER_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
     content: _builtins.str
     """The question."""
     provider: _builtins.str
@@ -806,6 +912,8 @@ class AnswerRequest(_message.Message):
     """The model; empty takes the settings' model (or, with a provider given,
     that provider's default model).
     """
+    mode: _builtins.str
+    """"rag" or "agent"; empty takes the settings' mode."""
     @_builtins.property
     def history(self) -> _containers.RepeatedCompositeFieldContainer[_retrieval_pb2.HistoryMessage]:
         """The earlier messages, oldest first, as the caller keeps them."""
@@ -822,10 +930,11 @@ class AnswerRequest(_message.Message):
         filters: _retrieval_pb2.RetrievalFilters | None = ...,
         provider: _builtins.str = ...,
         model: _builtins.str = ...,
+        mode: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "filters", b"filters", "history", b"history", "model", b"model", "provider", b"provider"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "filters", b"filters", "history", b"history", "mode", b"mode", "model", b"model", "provider", b"provider"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -839,8 +948,16 @@ class SourcesEvent(_message.Message):
 
     USER_MESSAGE_ID_FIELD_NUMBER: _builtins.int
     RETRIEVAL_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
+    MODE_REASON_FIELD_NUMBER: _builtins.int
     user_message_id: _builtins.str
     """The stored user message's id."""
+    mode: _builtins.str
+    """The mode the turn runs in: "rag" or "agent"."""
+    mode_reason: _builtins.str
+    """Why the turn runs as "rag" when "agent" was asked for (the provider
+    cannot call tools, say); empty otherwise.
+    """
     @_builtins.property
     def retrieval(self) -> _retrieval_pb2.RetrievalResult:
         """The retrieval result."""
@@ -850,14 +967,94 @@ class SourcesEvent(_message.Message):
         *,
         user_message_id: _builtins.str = ...,
         retrieval: _retrieval_pb2.RetrievalResult | None = ...,
+        mode: _builtins.str = ...,
+        mode_reason: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["retrieval", b"retrieval"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["retrieval", b"retrieval", "user_message_id", b"user_message_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["mode", b"mode", "mode_reason", b"mode_reason", "retrieval", b"retrieval", "user_message_id", b"user_message_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SourcesEvent: _TypeAlias = SourcesEvent  # noqa: Y015
+
+@_typing.final
+class ToolCallEvent(_message.Message):
+    """The model calls a note tool (agent mode; between sources and the first
+    delta).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    TOOL_FIELD_NUMBER: _builtins.int
+    ARGUMENTS_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """The call's id; its tool_result carries the same."""
+    tool: _builtins.str
+    """The tool."""
+    arguments: _builtins.str
+    """The arguments, as the JSON text the model wrote."""
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        tool: _builtins.str = ...,
+        arguments: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "id", b"id", "tool", b"tool"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ToolCallEvent: _TypeAlias = ToolCallEvent  # noqa: Y015
+
+@_typing.final
+class ToolResultEvent(_message.Message):
+    """What a note tool gave back."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    SUMMARY_FIELD_NUMBER: _builtins.int
+    PASSAGE_NUMBERS_FIELD_NUMBER: _builtins.int
+    PASSAGES_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """The id of the tool_call it answers."""
+    summary: _builtins.str
+    """What came back, in one line for people."""
+    error: _builtins.str
+    """Why the call failed, as the model was told; empty when it did not."""
+    @_builtins.property
+    def passage_numbers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The numbers of the passages it gave the model; the answer may cite
+        them. A passage the turn already had keeps its number.
+        """
+
+    @_builtins.property
+    def passages(self) -> _containers.RepeatedCompositeFieldContainer[_retrieval_pb2.Passage]:
+        """The passages new to the turn, numbered in its one sequence after the
+        sources' passages.
+        """
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        summary: _builtins.str = ...,
+        passage_numbers: _abc.Iterable[_builtins.int] | None = ...,
+        passages: _abc.Iterable[_retrieval_pb2.Passage] | None = ...,
+        error: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "id", b"id", "passage_numbers", b"passage_numbers", "passages", b"passages", "summary", b"summary"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ToolResultEvent: _TypeAlias = ToolResultEvent  # noqa: Y015
 
 @_typing.final
 class DeltaEvent(_message.Message):
@@ -892,12 +1089,17 @@ class DoneEvent(_message.Message):
     TIMINGS_FIELD_NUMBER: _builtins.int
     PROVIDER_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
+    AGENT_STOP_REASON_FIELD_NUMBER: _builtins.int
     message_id: _builtins.str
     """The stored assistant message's id."""
     provider: _builtins.str
     """The provider that answered."""
     model: _builtins.str
     """The model that answered."""
+    agent_stop_reason: _builtins.str
+    """Why an agent turn stopped calling tools before the model chose to (the
+    step, token or time limit); empty otherwise.
+    """
     @_builtins.property
     def usage(self) -> Global___Usage:
         """The tokens the answer used."""
@@ -914,10 +1116,11 @@ class DoneEvent(_message.Message):
         timings: _abc.Iterable[_retrieval_pb2.StageTiming] | None = ...,
         provider: _builtins.str = ...,
         model: _builtins.str = ...,
+        agent_stop_reason: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["usage", b"usage"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["message_id", b"message_id", "model", b"model", "provider", b"provider", "timings", b"timings", "usage", b"usage"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_stop_reason", b"agent_stop_reason", "message_id", b"message_id", "model", b"model", "provider", b"provider", "timings", b"timings", "usage", b"usage"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -967,6 +1170,8 @@ class SendMessageResponse(_message.Message):
     DELTA_FIELD_NUMBER: _builtins.int
     DONE_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
+    TOOL_CALL_FIELD_NUMBER: _builtins.int
+    TOOL_RESULT_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def sources(self) -> Global___SourcesEvent:
         """What the answer will read, always first."""
@@ -983,6 +1188,14 @@ class SendMessageResponse(_message.Message):
     def error(self) -> Global___ErrorEvent:
         """The turn failed, always last on failure."""
 
+    @_builtins.property
+    def tool_call(self) -> Global___ToolCallEvent:
+        """Agent mode: the model calls a tool."""
+
+    @_builtins.property
+    def tool_result(self) -> Global___ToolResultEvent:
+        """Agent mode: what the tool gave back."""
+
     def __init__(
         self,
         *,
@@ -990,12 +1203,14 @@ class SendMessageResponse(_message.Message):
         delta: Global___DeltaEvent | None = ...,
         done: Global___DoneEvent | None = ...,
         error: Global___ErrorEvent | None = ...,
+        tool_call: Global___ToolCallEvent | None = ...,
+        tool_result: Global___ToolResultEvent | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "done", b"done", "error", b"error", "event", b"event", "sources", b"sources"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "done", b"done", "error", b"error", "event", b"event", "sources", b"sources", "tool_call", b"tool_call", "tool_result", b"tool_result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "done", b"done", "error", b"error", "event", b"event", "sources", b"sources"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "done", b"done", "error", b"error", "event", b"event", "sources", b"sources", "tool_call", b"tool_call", "tool_result", b"tool_result"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["sources", "delta", "done", "error"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["sources", "delta", "done", "error", "tool_call", "tool_result"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
@@ -1011,6 +1226,8 @@ class AnswerResponse(_message.Message):
     DELTA_FIELD_NUMBER: _builtins.int
     DONE_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
+    TOOL_CALL_FIELD_NUMBER: _builtins.int
+    TOOL_RESULT_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def sources(self) -> Global___SourcesEvent:
         """What the answer will read, always first."""
@@ -1027,6 +1244,14 @@ class AnswerResponse(_message.Message):
     def error(self) -> Global___ErrorEvent:
         """The answer failed, always last on failure."""
 
+    @_builtins.property
+    def tool_call(self) -> Global___ToolCallEvent:
+        """Agent mode: the model calls a tool."""
+
+    @_builtins.property
+    def tool_result(self) -> Global___ToolResultEvent:
+        """Agent mode: what the tool gave back."""
+
     def __init__(
         self,
         *,
@@ -1034,12 +1259,14 @@ class AnswerResponse(_message.Message):
         delta: Global___DeltaEvent | None = ...,
         done: Global___DoneEvent | None = ...,
         error: Global___ErrorEvent | None = ...,
+        tool_call: Global___ToolCallEvent | None = ...,
+        tool_result: Global___ToolResultEvent | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "done", b"done", "error", b"error", "event", b"event", "sources", b"sources"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "done", b"done", "error", b"error", "event", b"event", "sources", b"sources", "tool_call", b"tool_call", "tool_result", b"tool_result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "done", b"done", "error", b"error", "event", b"event", "sources", b"sources"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["delta", b"delta", "done", b"done", "error", b"error", "event", b"event", "sources", b"sources", "tool_call", b"tool_call", "tool_result", b"tool_result"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["sources", "delta", "done", "error"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["sources", "delta", "done", "error", "tool_call", "tool_result"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
