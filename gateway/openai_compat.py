@@ -103,6 +103,8 @@ class _Turn:
         kind = event.WhichOneof("event")
         if kind == "sources":
             self.passages = list(event.sources.retrieval.passages)
+        elif kind == "tool_result":  # an agent turn's tools add passages the answer may cite
+            self.passages += event.tool_result.passages
         elif kind == "delta":
             self.parts.append(event.delta.text)
         elif kind == "done":

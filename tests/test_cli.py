@@ -168,3 +168,33 @@ async def test_ask_answers_in_process_with_retrieve_started_beside_it(service_en
     assert [next(iter(event)) for event in (events[0], events[-1])] == ["sources", "done"]
     assert events[0]["sources"]["retrieval"]["plan"]["queries"][0]["text"] == "What is in my notes?"
     assert events[-1]["done"]["provider"] == "extractive"
+
+
+async def test_ask_agent_prints_each_step_then_the_answer(service_env: dict[str, str], tmp_path: Path) -> None:
+    """`ask --agent` against a scripted model on OpenAI's wire: the steps as dim lines, then the answer."""
+    from tests.wire import OpenAIServer, Reply
+    from tests.wire.script import ToolCall
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "secondbrain.json").write_text(
+        json.dumps({"chat": {"default_provider": "openai"}, "retrieve": {"condense": False}})
+    )
+    async with OpenAIServer() as llm:
+        llm.script.push(
+            Reply(deltas=[], tool_calls=[ToolCall("list_notes", {"folder": "Projects"}, id="call_list"),
+                                         ToolCall("read_note", {"path": "Nowhere.md"}, id="call_read")]),
+            Reply(deltas=["Nothing is indexed under Projects yet."]),
+        )  # fmt: skip
+        env = {key: value for key, value in service_env.items() if not key.endswith("_API_KEY")}
+        env.update(SECONDBRAIN_VAULT=str(vault), OPENAI_API_KEY="sk-test-cli-0123456789",
+                   OPENAI_BASE_URL=llm.base_url, SECONDBRAIN_CHAT_PORT="9", SECONDBRAIN_RETRIEVE_PORT="9")  # fmt: skip
+        code, stdout, stderr = await run_secondbrain("ask", "What is in Projects?", "--agent", env=env)
+        assert code == 0, stderr
+        assert "  · Listed 0 of 0 notes\n" in stdout
+        assert "  ✗ read_note failed: the index holds no note at 'Nowhere.md'" in stdout
+        assert "\n\nNothing is indexed under Projects yet." in stdout
+        assert [r.json.get("tool_choice") for r in llm.requests if r.path.endswith("/chat/completions")] == [
+            "auto", "auto",
+        ]  # fmt: skip
+        assert "--agent" in (await run_secondbrain("ask", "--help", env=env))[1]

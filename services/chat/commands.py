@@ -25,7 +25,7 @@ _CITATION = re.compile(r"\[(\d+)\]")
 
 
 async def run_ask(
-    config: Config, question: str, *, conversation: str | None, address: str | None, as_json: bool
+    config: Config, question: str, *, conversation: str | None, address: str | None, mode: str = "", as_json: bool
 ) -> int:
     err = Console(stderr=True)
     out = Console(highlight=False)
@@ -33,24 +33,35 @@ async def run_ask(
         if conversation is None:
             created = await chat.CreateConversation(pb.CreateConversationRequest(), timeout=30)
             conversation = created.conversation.id
-        request = pb.SendMessageRequest(conversation_id=conversation, content=question)
+        request = pb.SendMessageRequest(conversation_id=conversation, content=question, mode=mode)
         passages: list = []
         answer: list[str] = []
         failed = False
         async with streaming(chat.SendMessage(request, timeout=600)) as stream:
+            kind = ""
             async for event in stream:
-                kind = event.WhichOneof("event")
+                kind_before, kind = kind, event.WhichOneof("event")
                 if as_json:
                     print(json.dumps(MessageToDict(event, preserving_proto_field_name=True)), flush=True)
                 if kind == "sources":
                     passages = list(event.sources.retrieval.passages)
+                    if event.sources.mode_reason and not as_json:
+                        err.print(f"[dim]{escape(event.sources.mode_reason)}[/dim]")
+                elif kind == "tool_result":
+                    passages += event.tool_result.passages
+                    if not as_json:
+                        out.print(_step(event.tool_result), soft_wrap=True)
                 elif kind == "delta":
+                    if not as_json and not answer and kind_before == "tool_result":
+                        sys.stdout.write("\n")  # the steps, a blank line, the answer
                     answer.append(event.delta.text)
                     if not as_json:
                         sys.stdout.write(event.delta.text)
                         sys.stdout.flush()
                 elif kind == "done" and not as_json:
                     done = event.done
+                    if done.agent_stop_reason:
+                        out.print(f"\n\n[dim]Stopped looking: {escape(done.agent_stop_reason)}.[/dim]", end="")
                     out.print(f"\n\n[dim]{done.provider}:{done.model} · {done.usage.input_tokens} in, "
                               f"{done.usage.output_tokens} out[/dim]")  # fmt: skip
                 elif kind == "error":
@@ -71,3 +82,11 @@ async def run_ask(
     if failed:
         raise Unavailable("see the message above")
     return 0
+
+
+def _step(result: pb.ToolResultEvent) -> str:
+    """One agent step as a dim line: what the tool found and the passages it gave, or its error."""
+    if result.error:
+        return f"[dim]  ✗ {escape(result.summary)}: {escape(result.error)}[/dim]"
+    numbers = " ".join(f"[{n}]" for n in result.passage_numbers)
+    return f"[dim]  · {escape(result.summary)}{'  ' + escape(numbers) if numbers else ''}[/dim]"

@@ -11,6 +11,7 @@ from secondbrain.chat.v1 import chat_service_pb2 as pb
 from tests.gateway.conftest import Gateway
 from tests.gateway.test_auth import TOKEN, guarded  # noqa: F401 - the fixture these tests use
 from tests.wire import Reply
+from tests.wire.script import ToolCall
 
 QUESTION = "How often do I water the tomatoes?"
 
@@ -97,3 +98,25 @@ async def test_errors_have_openais_shape_and_our_words(guarded: Gateway) -> None
         await client(guarded, key="wrong-key-0123456789").models.list()
     assert refused.value.status_code == 401 and isinstance(refused.value.body, dict)
     assert refused.value.body["type"] == "authentication_error", "the SDK found OpenAI's error shape"
+
+
+async def test_in_agent_mode_a_passage_a_tool_added_is_among_the_sources(guarded: Gateway) -> None:  # noqa: F811
+    """With the settings in agent mode, the model's lookups happen behind the endpoint: a passage a tool added may be
+    cited, and it is listed with the others."""
+    await guarded.chat.stub.UpdateSettings(
+        pb.UpdateSettingsRequest(
+            settings=pb.Settings(mode="agent", passages=1), update_mask={"paths": ["mode", "passages"]}
+        ),
+        timeout=10,
+    )
+    guarded.chat.llm.script.push(
+        Reply(deltas=[], tool_calls=[ToolCall("read_note", {"path": "Recipes/Bread.md"}, id="call_bread")]),
+        Reply(deltas=["Fed twice a day [2]."]),
+    )
+    completion = await client(guarded).chat.completions.create(
+        model="secondbrain", messages=[{"role": "user", "content": "How often is the sourdough starter fed?"}]
+    )
+    text = completion.choices[0].message.content or ""
+    assert text.startswith("Fed twice a day [2].\n\nSources:\n- [2] Recipes/Bread.md, lines 1-3"), text
+    sources = (completion.model_extra or {})["secondbrain"]["sources"]
+    assert [s["number"] for s in sources] == [2]

@@ -17,6 +17,7 @@ from secondbrain.gateway.request_message import MAX_BODY_BYTES
 from tests.chat.conftest import eventually
 from tests.gateway.conftest import Gateway, ServerSentEvent, parse_sse
 from tests.wire import Reply
+from tests.wire.script import ToolCall
 
 QUESTION = "How often do I water the tomatoes?"
 # What differs between two runs of the same turn: ids, clocks.
@@ -237,3 +238,33 @@ async def test_the_openapi_document_validates_and_describes_what_the_shim_sends(
         jsonschema.validate(event.data, _schema(document, f"secondbrain.chat.v1.{payloads[event.event]}"))
     missing = await client.get(f"/api/chat/conversations/{uuid.uuid4()}")
     jsonschema.validate(missing.json(), _schema(document, "Error"))
+
+
+async def test_an_agent_turn_over_sse_streams_its_steps_by_name(gateway: Gateway) -> None:
+    """Agent mode asked in the REST body: the tool steps arrive as `tool_call` and `tool_result` events between
+    `sources` and the first `delta`, each as the proto's JSON, and the stored message holds them."""
+    gateway.chat.llm.script.push(
+        Reply(deltas=[], tool_calls=[ToolCall("read_note", {"path": "Projects/Garden.md", "end_line": 5}, id="c1")]),
+        Reply(deltas=["Before nine [2]."]),
+    )
+    client = gateway.client(gateway.shim_url)
+    conversation = (await client.post("/api/chat/conversations", json={})).json()["conversation"]
+    path = f"/api/chat/conversations/{conversation['id']}/messages"
+    events = await _sse(gateway, path, {"content": QUESTION, "mode": "agent", "filters": {"folders": ["Recipes"]}})
+
+    assert [e.event for e in events] == ["sources", "tool_call", "tool_result", "delta", "done"]
+    assert (events[0].data["mode"], len(events[0].data["retrieval"]["passages"])) == ("agent", 1)
+    assert events[1].data == {"id": "c1", "tool": "read_note",
+                              "arguments": '{"path": "Projects/Garden.md", "end_line": 5}'}  # fmt: skip
+    result = events[2].data
+    assert (result["id"], result["passageNumbers"]) == ("c1", [2])
+    assert result["summary"] == "Read Projects/Garden.md lines 1-5"
+    assert result["passages"][0]["notePath"] == "Projects/Garden.md" and result["passages"][0]["number"] == 2
+    stored = (await client.get(f"/api/chat/conversations/{conversation['id']}")).json()["conversation"]["messages"][1]
+    assert stored["agent"]["steps"][0]["summary"] == "Read Projects/Garden.md lines 1-5"
+    assert [p["number"] for p in stored["sources"]["passages"]] == [1, 2]
+
+    refused = await client.post(path, json={"content": QUESTION, "mode": "autopilot"})
+    assert refused.status_code == 400 and "choose 'rag'" in refused.json()["error"]["message"]
+    settings = await client.put("/api/chat/settings", json={"settings": {"mode": "agent"}, "updateMask": "mode"})
+    assert settings.json()["settings"]["mode"] == "agent"

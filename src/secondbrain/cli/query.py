@@ -101,13 +101,27 @@ def ask(
         str | None, typer.Option(help="Continue this conversation (its id); default a new one.", show_default=False)
     ] = None,
     address: Annotated[str | None, typer.Option(help="host:port of a chat service to use.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print each event (sources, delta, done) as JSON.")] = False,
+    agent: Annotated[
+        bool | None,
+        typer.Option(
+            "--agent/--rag",
+            help="--agent: the model may also search, read notes and follow links before it answers, each step "
+            "printed; --rag: one retrieval, then the answer. Default: the chat settings' mode.",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print each event (sources, tool_call, tool_result, delta, done) as JSON.")
+    ] = False,
 ) -> None:
     """Ask a question: the answer streams in as it is written, citing passages [n] listed under it.
 
     Uses the configured chat provider (see `secondbrain --help`); with no API key set, the extractive provider
-    quotes the best-matching sentences of your notes instead.
+    quotes the best-matching sentences of your notes instead (and has no agent mode: it answers as --rag).
     """
     from secondbrain.chat.commands import run_ask
 
-    raise typer.Exit(run(run_ask(config_with(), question, conversation=conversation, address=address, as_json=as_json)))
+    mode = "" if agent is None else "agent" if agent else "rag"
+    raise typer.Exit(
+        run(run_ask(config_with(), question, conversation=conversation, address=address, mode=mode, as_json=as_json))
+    )

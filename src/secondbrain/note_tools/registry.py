@@ -195,6 +195,8 @@ async def _ask(services: NoteServices, args: Ask) -> Found:
     async for event in services.chat.Answer(request, timeout=ASK_TIMEOUT_SECONDS):
         if event.HasField("sources"):
             sources = list(event.sources.retrieval.passages)
+        elif event.HasField("tool_result"):  # in agent mode, the model's own lookups add passages
+            sources += event.tool_result.passages
         elif event.HasField("delta"):
             text.append(event.delta.text)
         elif event.HasField("error"):
