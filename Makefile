@@ -118,6 +118,7 @@ bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (about
 	$(BIN)/python -m bench.chat
 	$(BIN)/python -m bench.gateway
 	$(BIN)/python -m bench.mcp
+	$(BIN)/python -m bench.agent
 	$(BIN)/python -m bench.vault_questions
 	$(BIN)/python -m bench.scifact
 

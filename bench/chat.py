@@ -83,10 +83,10 @@ async def turn(stub: pb_grpc.ChatServiceStub, question: str) -> float:
 
 
 @contextlib.asynccontextmanager
-async def indexed_vault() -> AsyncIterator[dict[str, str]]:
+async def indexed_vault(llm: OpenAIServer | None = None) -> AsyncIterator[dict[str, str]]:
     """A generated 200-note vault, indexed through a local Ollama-protocol embedder, with a local OpenAI-protocol
-    LLM answering at a fixed pace; yields the environment the servers need. Its own embedded
-    PostgreSQL in a temporary folder, never DATABASE_URL."""
+    LLM answering at a fixed pace (or `llm`, a started server the caller scripts); yields the environment the
+    servers need. Its own embedded PostgreSQL in a temporary folder, never DATABASE_URL."""
     os.environ.pop("DATABASE_URL", None)  # never write benchmark data into a real database
     with tempfile.TemporaryDirectory(prefix="secondbrain-bench-") as tmp:
         root = Path(tmp)
@@ -98,8 +98,10 @@ async def indexed_vault() -> AsyncIterator[dict[str, str]]:
             "retrieve": {"condense": False},
         }))  # fmt: skip
         os.environ.update(SECONDBRAIN_DATA_DIR=str(root / "data"), SECONDBRAIN_VAULT=str(vault))
-        async with OllamaServer(dimensions=768) as embedder, OpenAIServer() as llm:
-            llm.script.default = Reply(deltas=[f"word{i} [1] " for i in range(DELTAS)], delay=DELTA_DELAY_SECONDS)
+        async with OllamaServer(dimensions=768) as embedder, contextlib.AsyncExitStack() as servers:
+            if llm is None:
+                llm = await servers.enter_async_context(OpenAIServer())
+                llm.script.default = Reply(deltas=[f"word{i} [1] " for i in range(DELTAS)], delay=DELTA_DELAY_SECONDS)
             env = {
                 **os.environ,
                 "OLLAMA_URL": embedder.root_url,
