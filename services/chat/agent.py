@@ -46,6 +46,15 @@ AGENT_GUIDE = (
 CUT_NOTE = "\n(Cut here: the rest did not fit in the room left for tool results. Ask for less, or answer now.)"
 # A result that would get less room than this is not run: the model is told the room is used up.
 MIN_RESULT_TOKENS = 100
+# The last step's instruction, at most.
+LAST_WORD_TOKENS = 80
+
+
+def loop_tokens() -> int:
+    """What agent mode adds to every request besides the tool results: the guide, the tools' definitions (as JSON,
+    about as vendors count them) and room for the last step's instruction."""
+    specs = json.dumps([[s.name, s.description, s.input_schema] for s in TOOL_SPECS])
+    return count_tokens(AGENT_GUIDE) + count_tokens(specs) + LAST_WORD_TOKENS
 
 
 @dataclass(frozen=True)
@@ -270,7 +279,7 @@ class AgentLoop:
     async def run(self, request: ChatRequest, room: int) -> AsyncIterator[AgentEvent]:
         """Answer `request` (the turn's, without tools), calling tools at most `limits.steps` times, their results
         within `room` tokens (what the model's context leaves; the tool_tokens limit caps it)."""
-        room = min(room, self.limits.tool_tokens)
+        room = min(room - loop_tokens(), self.limits.tool_tokens)
         deadline = time.monotonic() + self.limits.seconds
         messages = list(request.messages)
         system = f"{request.system}\n\n{AGENT_GUIDE}"

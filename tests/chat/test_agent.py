@@ -262,3 +262,29 @@ async def test_a_turn_may_choose_its_mode_and_a_wrong_one_is_refused(stack: Chat
         await _send(stack, mode="autopilot")
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "mode is 'autopilot': choose 'rag'" in (refused.value.details() or "")
+
+
+@pytest.mark.parametrize(
+    ("limits", "reason", "calls"),
+    [
+        # Room for six listings of the notes (80 tokens each).
+        (
+            {"tool_tokens": 500, "max_steps": 10},
+            "the tool results filled the room the model's context leaves for them",
+            6,
+        ),
+        ({"seconds": 0.001}, "the time limit (0.001 s) was reached", 1),
+    ],
+)
+async def test_the_token_and_time_limits_end_the_loop_with_an_answer(
+    stack: ChatStack, limits: dict[str, float], reason: str, calls: int
+) -> None:
+    await _agent_stack(stack)
+    await stack.configure(chat={"default_provider": "openai", "agent": limits})
+    listing = Reply(deltas=[], tool_calls=[ToolCall("list_notes", {}, id="call_list")])
+    stack.llm.script.push(*[listing] * calls, Reply(deltas=["What I have [1]."]))
+    _, events = await _send(stack)
+
+    assert kinds(events).count("tool_call") == calls and text_of(events) == "What I have [1]."
+    assert events[-1].done.agent_stop_reason == reason
+    assert stack.llm.requests[-1].json["tool_choice"] == "none"
