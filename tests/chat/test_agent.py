@@ -119,7 +119,7 @@ async def test_a_turn_searches_reads_a_note_follows_a_link_and_cites_all_three(s
     tools = {t.get("name") or t["function"]["name"] for t in first["tools"]}
     assert tools == {"search_notes", "retrieve_passages", "read_note", "list_notes", "note_links"}
     system = first["system"] if provider == "anthropic" else first["messages"][0]["content"]
-    assert "cite it the same way" in system
+    assert "you may cite those numbers too" in system
     shown = _tool_results(server)
     assert shown[0].startswith("1 passages for 'worktop samples'") and f"[2] {SAMPLES}" in shown[0]
     assert shown[1].startswith(f"[3] {KITCHEN}: Kitchen, lines 1-9 of 9") and "[[Contractor Quote]]" in shown[1]

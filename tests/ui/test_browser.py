@@ -15,8 +15,10 @@ from playwright.async_api import Browser, Page, async_playwright, expect
 
 from secondbrain.chat.v1 import chat_service_pb2 as chat
 from secondbrain.gateway.server import default_ui_dir
+from tests.chat.test_agent import AGENT_NOTES, KITCHEN, QUOTE
 from tests.gateway.conftest import Gateway
 from tests.wire import Reply
+from tests.wire.script import ToolCall
 
 QUESTION = "How often do I water the tomatoes?"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
@@ -131,6 +133,92 @@ async def test_ask_cite_change_persona_and_find_the_conversation_after_a_reload(
     restored = page.get_by_test_id("answer").last
     await expect(restored).to_contain_text("Every morning before nine")
     await expect(restored.locator("button.cite")).to_have_count(1)
+
+
+@pytest.mark.timeout(180)
+async def test_agent_steps_show_fold_and_cite_what_the_tools_read(gateway: Gateway, page: Page) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    stack = gateway.chat
+    for path, text in AGENT_NOTES.items():
+        stack.write(path, text)
+    await stack.ingest()
+    # Agent mode in the settings, one passage per retrieval: the turn's own is [1], the tools' come after it.
+    await stack.stub.UpdateSettings(
+        chat.UpdateSettingsRequest(
+            settings=chat.Settings(mode="agent", passages=1), update_mask={"paths": ["mode", "passages"]}
+        ),
+        timeout=10,
+    )
+    await page.get_by_role("button", name="Open chat").click()
+    agent_toggle = page.get_by_role("checkbox", name="Agent")
+    await expect(agent_toggle).to_be_checked()
+
+    # The settings show the mode; choosing one search there turns the composer's toggle off.
+    await page.get_by_role("button", name="Settings").click()
+    settings = page.get_by_role("dialog", name="Chat settings")
+    await expect(settings.get_by_label("Let the model search and read notes (agent)")).to_be_checked()
+    await settings.get_by_label("Answer from one search").check()
+    await settings.get_by_role("button", name="Save").click()
+    await expect(settings).to_be_hidden()
+    assert (await stack.stub.GetSettings(chat.GetSettingsRequest(), timeout=10)).settings.mode == "rag"
+    await expect(agent_toggle).not_to_be_checked()
+
+    # The toggle asks for agent mode for this one message. The model searches, then reads two notes, slowly.
+    await agent_toggle.check()
+    search = ToolCall("search_notes", {"query": "worktop"}, id="call_search")
+    read_kitchen = ToolCall("read_note", {"path": KITCHEN}, id="call_kitchen")
+    read_quote = ToolCall("read_note", {"path": QUOTE}, id="call_quote")
+    stack.llm.script.push(
+        Reply(deltas=["Let me look."], tool_calls=[search]),
+        Reply(deltas=["Reading."], delay=1.5, tool_calls=[read_kitchen]),
+        Reply(deltas=["And the quote."], delay=1.5, tool_calls=[read_quote]),
+        Reply(deltas=["You chose pale grey quartz [2]; ", "the quote assumed ", "a laminate worktop [3]."], delay=0.5),
+    )
+    await ask(page, "What did I decide about the kitchen worktop, and does the quote agree?")
+
+    # While the model works, the steps are open, one line each, with the passages a step added as citations.
+    answer = page.get_by_test_id("answer").last
+    steps = answer.locator("details.agent-steps")
+    await expect(steps.locator("summary")).to_have_text("2 steps · working…", timeout=15_000)
+    await expect(steps).to_have_js_property("open", True)
+    lines = steps.locator("li")
+    await expect(lines.nth(0)).to_contain_text("Searched 'worktop'")
+    await expect(lines.nth(1)).to_contain_text(f"Read {KITCHEN} lines 1-9")
+    await expect(lines.nth(1).locator("button.cite")).to_have_text("[2]")
+    await page.screenshot(path=SCREENSHOTS / "agent-steps-open.png")
+
+    # Once the answer is written, they fold into one line above it.
+    await expect(answer).to_contain_text("a laminate worktop", timeout=15_000)
+    await expect(page.get_by_role("button", name="Send")).to_be_visible()
+    answer = page.get_by_test_id("answer").last
+    steps = answer.locator("details.agent-steps")
+    await expect(steps.locator("summary")).to_have_text("3 steps")
+    await expect(steps).to_have_js_property("open", False)
+    await expect(steps.locator("li").nth(2)).to_be_hidden()
+    assert stack.answer_requests()[-1].json.get("tools"), "the turn ran in agent mode, as the toggle asked"
+    await page.screenshot(path=SCREENSHOTS / "agent-steps-collapsed.png")
+
+    # A citation of a passage a tool read opens it, as one of the retrieval's does.
+    await answer.locator(".text button.cite", has_text="[3]").click()
+    passage = page.get_by_role("dialog", name="Passage 3")
+    await expect(passage).to_contain_text(QUOTE)
+    await expect(passage).to_contain_text("laminate worktop at 900 pounds")
+    await passage.get_by_role("button", name="Close passage").click()
+
+    # After a reload the stored answer has its steps, folded, and its citations still open their passages.
+    await page.reload()
+    await page.get_by_role("button", name="Open chat").click()
+    await page.locator("nav.conversations li button.title").first.click()
+    restored = page.get_by_test_id("answer").last
+    steps = restored.locator("details.agent-steps")
+    await expect(steps).to_have_js_property("open", False)
+    await steps.locator("summary").click()
+    await expect(steps.locator("li").nth(2)).to_contain_text(f"Read {QUOTE}")
+    await steps.locator("li").nth(1).get_by_role("button", name="[2]").click()
+    passage = page.get_by_role("dialog", name="Passage 2")
+    await expect(passage).to_contain_text(KITCHEN)
+    await expect(passage).to_contain_text("pale grey quartz")
+    await page.screenshot(path=SCREENSHOTS / "agent-steps-restored.png")
 
 
 async def test_a_missing_provider_and_a_stop_show_as_a_person_would_want(gateway: Gateway, page: Page) -> None:

@@ -1,5 +1,6 @@
 // The full-screen chat panel: conversations on the left, the conversation in the centre with the answer streaming
-// in, a persona dropdown and a model chip at the top, a gear for the settings.
+// in, a persona dropdown and a model chip at the top, a gear for the settings. In agent mode (the settings' mode, or
+// the composer's toggle for one turn) the tool steps stream in above the answer.
 import { useCallback, useEffect, useRef, useState } from "react";
 import { chat, describeError, isAbort, isUnauthenticated } from "../api";
 import {
@@ -9,7 +10,7 @@ import {
   type Settings,
 } from "../gen/secondbrain/chat/v1/chat_service_pb";
 import { MessageRole, type Passage, type RetrievalResult } from "../gen/secondbrain/v1/retrieval_pb";
-import { Answer, PassageView } from "./Answer";
+import { Answer, type AgentView, PassageView, storedAgent } from "./Answer";
 import { SettingsModal } from "./SettingsModal";
 
 const SETTLE_WITHIN_MS = 5000;
@@ -31,6 +32,13 @@ interface LiveTurn {
   sources?: RetrievalResult;
   text: string;
   error?: string;
+  agent?: AgentView;
+}
+
+// The turn's passages: the retrieval's, then those the tools added (numbered after them by the service).
+function withToolPassages(turn: LiveTurn, added: Passage[]): LiveTurn {
+  if (!turn.sources || !added.length) return turn;
+  return { ...turn, sources: { ...turn.sources, passages: [...turn.sources.passages, ...added] } };
 }
 
 export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void; onUnauthenticated: () => void }) {
@@ -46,6 +54,8 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
   const [renaming, setRenaming] = useState<string>();
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
+  // The composer's agent toggle; unset follows the settings' mode.
+  const [agentChoice, setAgentChoice] = useState<boolean>();
   const abort = useRef<AbortController | undefined>(undefined);
   const bottom = useRef<HTMLDivElement>(null);
 
@@ -81,7 +91,7 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
 
   useEffect(() => {
     bottom.current?.scrollIntoView({ block: "end" });
-  }, [live?.text, active?.messages.length]);
+  }, [live?.text, live?.agent?.steps.length, active?.messages.length]);
 
   async function open(id: string) {
     setError("");
@@ -102,6 +112,7 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
   }
 
   const personaId = active ? active.personaId : (freshPersona ?? settings?.personaId ?? "");
+  const agentOn = agentChoice ?? settings?.mode === "agent";
 
   async function choosePersona(id: string) {
     if (!active) {
@@ -157,14 +168,30 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
         conversationId = created.conversation!.id;
         setActive(created.conversation);
       }
+      const mode = settings ? (agentOn ? "agent" : "rag") : "";
       for await (const response of chat.sendMessage(
-        { conversationId, content: question },
+        { conversationId, content: question, mode },
         { signal: controller.signal },
       )) {
         const event = response.event;
-        if (event.case === "sources") turn = { ...turn, sources: event.value.retrieval };
-        else if (event.case === "delta") turn = { ...turn, text: turn.text + event.value.text };
-        else if (event.case === "error") turn = { ...turn, error: event.value.message };
+        if (event.case === "sources") {
+          const { retrieval, mode, modeReason } = event.value;
+          turn = { ...turn, sources: retrieval, agent: { mode, modeReason, steps: [], stopReason: "" } };
+        } else if (event.case === "toolCall" && turn.agent) {
+          const { id, tool, arguments: args } = event.value;
+          const step = { id, tool, arguments: args, summary: "", passageNumbers: [], error: "", running: true };
+          turn = { ...turn, agent: { ...turn.agent, steps: [...turn.agent.steps, step] } };
+        } else if (event.case === "toolResult" && turn.agent) {
+          const { id, summary, passageNumbers, passages, error } = event.value;
+          const at = turn.agent.steps.findIndex((s) => s.running && s.id === id);
+          const steps = turn.agent.steps.map((s, i) =>
+            i === at ? { ...s, summary, passageNumbers, error, running: false } : s,
+          );
+          turn = withToolPassages({ ...turn, agent: { ...turn.agent, steps } }, passages);
+        } else if (event.case === "delta") turn = { ...turn, text: turn.text + event.value.text };
+        else if (event.case === "done" && turn.agent) {
+          turn = { ...turn, agent: { ...turn.agent, stopReason: event.value.agentStopReason } };
+        } else if (event.case === "error") turn = { ...turn, error: event.value.message };
         setLive(turn);
       }
     } catch (e) {
@@ -276,6 +303,7 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
                 sources={m.sources}
                 incomplete={m.status === MessageStatus.INCOMPLETE}
                 error={m.error || undefined}
+                agent={storedAgent(m.agent)}
                 onCite={setPassage}
               />
             ),
@@ -288,6 +316,7 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
                 sources={live.sources}
                 streaming={!live.error}
                 error={live.error}
+                agent={live.agent}
                 onCite={setPassage}
               />
             </>
@@ -313,6 +342,15 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
               }
             }}
           />
+          <label className="agent-toggle" title="Let the model search and read your notes for this message">
+            <input
+              type="checkbox"
+              checked={agentOn}
+              disabled={!settings}
+              onChange={(e) => setAgentChoice(e.target.checked)}
+            />
+            Agent
+          </label>
           {busy ? (
             <button type="button" className="stop" onClick={stop}>
               Stop
@@ -329,7 +367,10 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
         <SettingsModal
           options={options}
           settings={settings}
-          onSaved={setSettings}
+          onSaved={(saved) => {
+            setSettings(saved);
+            setAgentChoice(undefined);
+          }}
           onClose={() => setSettingsOpen(false)}
         />
       ) : null}

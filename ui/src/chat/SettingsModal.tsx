@@ -1,5 +1,6 @@
 // The settings modal: provider, model (from that provider's presets), persona, the base system prompt (with a
-// reset), and the retrieval knobs. Saving sends every field; the server validates and answers with what it kept.
+// reset), the mode (one search, or the model's own searching and reading) and the retrieval knobs. Saving sends
+// every field; the server validates and answers with what it kept.
 import { useState } from "react";
 import { chat, describeError } from "../api";
 import type { GetOptionsResponse, Settings } from "../gen/secondbrain/chat/v1/chat_service_pb";
@@ -50,6 +51,7 @@ export function SettingsModal({
             "alternates",
             "rerank",
             "rerank_model",
+            "mode",
           ],
         },
       });
@@ -127,6 +129,29 @@ export function SettingsModal({
           <input type="checkbox" checked={resetPrompt} onChange={(e) => setResetPrompt(e.target.checked)} />
           Reset to the default prompt
         </label>
+        <fieldset className="mode">
+          <legend>Mode</legend>
+          <label className="inline">
+            <input
+              type="radio"
+              name="mode"
+              value="rag"
+              checked={draft.mode !== "agent"}
+              onChange={() => change({ mode: "rag" })}
+            />
+            Answer from one search
+          </label>
+          <label className="inline">
+            <input
+              type="radio"
+              name="mode"
+              value="agent"
+              checked={draft.mode === "agent"}
+              onChange={() => change({ mode: "agent" })}
+            />
+            Let the model search and read notes (agent)
+          </label>
+        </fieldset>
         <fieldset>
           <legend>Retrieval</legend>
           <label>
