@@ -14,6 +14,7 @@ call ("Let me read the kitchen note") is not the answer, so the tool events come
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -300,14 +301,15 @@ class AgentLoop:
             )
             held = _HeldText()
             calls: list[ToolCall] = []
-            async for event in self.provider.stream(asked):
-                if isinstance(event, TextDelta):
-                    if now := held.add(event.text):
-                        yield TextDelta(now)
-                elif isinstance(event, ToolCall):
-                    calls.append(event)
-                else:
-                    yield event
+            async with contextlib.aclosing(self.provider.stream(asked)) as events:
+                async for event in events:
+                    if isinstance(event, TextDelta):
+                        if now := held.add(event.text):
+                            yield TextDelta(now)
+                    elif isinstance(event, ToolCall):
+                        calls.append(event)
+                    else:
+                        yield event
             if not calls or final:
                 if rest := held.rest():
                     yield TextDelta(rest)

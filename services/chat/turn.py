@@ -44,6 +44,7 @@ from secondbrain.chat.settings import ChatSettings, ResolvedSettings, check_mode
 from secondbrain.db import Database
 from secondbrain.errors import InvalidInput, NotFound, SecondbrainError
 from secondbrain.llm import ChatMessage, ProviderCatalog, TextDelta, Usage
+from secondbrain.llm.base import ChatProvider
 from secondbrain.llm.tokens import count_message_tokens
 from secondbrain.service.observe import (
     CHAT_TURNS,
@@ -367,12 +368,18 @@ class Turns:
             RetrieveOptions(settings.passages, settings.alternates, settings.rerank, settings.rerank_model),
         )
         answer.retrieval_ms = (time.perf_counter() - retrieval_started) * 1000
-        provider = self.catalog.provider(settings.provider)
+        # A provider that cannot be used (no key) fails the turn after `sources`, as a provider's refusal would.
+        try:
+            provider: ChatProvider | None = self.catalog.provider(settings.provider)
+        except SecondbrainError as error:
+            provider, unusable = None, error
         if settings.mode == "agent":
-            reason = provider.no_tools_reason
+            reason = provider.no_tools_reason if provider is not None else ""
             answer.agent = AgentRecord("rag", f"{reason}; this turn ran as rag") if reason else AgentRecord("agent")
         mode, mode_reason = (answer.agent.mode, answer.agent.mode_reason) if answer.agent else ("rag", "")
         yield Sources(user_message_id, answer.retrieval, mode, mode_reason)
+        if provider is None:
+            raise unusable
 
         preset = self.settings.model(settings.provider, settings.model)
         request, budget = build_request(

@@ -168,9 +168,9 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
         conversationId = created.conversation!.id;
         setActive(created.conversation);
       }
-      const mode = settings ? (agentOn ? "agent" : "rag") : "";
+      const turnMode = settings ? (agentOn ? "agent" : "rag") : ""; // "": the settings' mode
       for await (const response of chat.sendMessage(
-        { conversationId, content: question, mode },
+        { conversationId, content: question, mode: turnMode },
         { signal: controller.signal },
       )) {
         const event = response.event;

@@ -129,7 +129,7 @@ export function SettingsModal({
           <input type="checkbox" checked={resetPrompt} onChange={(e) => setResetPrompt(e.target.checked)} />
           Reset to the default prompt
         </label>
-        <fieldset className="mode">
+        <fieldset>
           <legend>Mode</legend>
           <label className="inline">
             <input
