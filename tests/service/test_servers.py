@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 import pytest
@@ -72,6 +74,25 @@ async def test_reflection_describes_the_service(served: Served) -> None:
     assert SERVICES[served.service] in names
     assert "grpc.health.v1.Health" in names
     assert package == SERVICES[served.service].rsplit(".", 1)[0]
+
+
+BUF = Path(__file__).resolve().parents[2] / "node_modules" / ".bin" / "buf"
+
+
+@pytest.mark.parametrize("protocol", ["grpc-v1", "grpc-v1alpha"])
+async def test_buf_curl_lists_and_describes_by_either_reflection_protocol(served: Served, protocol: str) -> None:
+    """buf curl (as grpcurl) asks reflection v1 first; v1alpha serves older tools. Both list the services and
+    describe a method well enough to call it by name, with no schema at hand."""
+    base = [str(BUF), "curl", "--protocol", "grpc", "--http2-prior-knowledge", "--reflect-protocol", protocol]
+    listed = await asyncio.to_thread(
+        subprocess.run, [*base, "--list-services", f"http://{served.address}"], capture_output=True, text=True
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert {SERVICES[served.service], "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection"} <= set(listed.stdout.split())  # fmt: skip
+    url = f"http://{served.address}/grpc.health.v1.Health/Check"
+    called = await asyncio.to_thread(subprocess.run, [*base, url], capture_output=True, text=True)
+    assert called.returncode == 0 and '"status": "SERVING"' in called.stdout, called.stderr
 
 
 async def test_stop_reports_not_serving_before_closing(config, db: Database) -> None:

@@ -15,13 +15,13 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from secondbrain.errors import Unavailable
 from secondbrain.service.auth import TokenInterceptor
 from secondbrain.service.error_mapping import ErrorMappingInterceptor
 from secondbrain.service.limits import MAX_RESPONSE_BYTES, server_request_limit
 from secondbrain.service.observe import ObserveInterceptor
+from secondbrain.service.reflection import enable_reflection
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ async def build_server(address: str, bindings: Sequence[ServiceBinding], api_tok
     for binding in bindings:
         binding.add_servicer(binding.servicer, server)
     names = [binding.name for binding in bindings]
-    reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    enable_reflection(server, [*names, health.SERVICE_NAME])
     try:
         port = server.add_insecure_port(address)
     except RuntimeError as error:
