@@ -5,11 +5,15 @@ grpcio-reflection implements v1alpha only. v1 is the same protocol under another
 field for field, so their bytes are the same on the wire. So v1 is served by v1alpha's own servicer behind a second
 method name, and v1's descriptor (v1alpha's, renamed) is added to the descriptor pool so that reflection can
 describe itself under either name.
+
+Through the gateway, one address serves every service, so Envoy sends reflection to one of them (chat) with the
+GATEWAY_HEADER, and a request carrying it is answered for the whole API: every service listed, every one described.
+Asked directly, a server lists only what it serves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool
@@ -17,6 +21,8 @@ from grpc_reflection.v1alpha import reflection, reflection_pb2
 
 V1ALPHA_SERVICE_NAME = reflection.SERVICE_NAME
 V1_SERVICE_NAME = "grpc.reflection.v1.ServerReflection"
+# Set by Envoy's route for reflection (gateway/envoy.yaml.template).
+GATEWAY_HEADER = "x-secondbrain-via"
 _V1ALPHA_PACKAGE = reflection_pb2.DESCRIPTOR.package
 _V1_PACKAGE = "grpc.reflection.v1"
 _V1_FILE = "grpc/reflection/v1/reflection.proto"
@@ -46,13 +52,36 @@ def _register_v1_descriptor() -> None:
     pool.Add(file)
 
 
+def _api_service_names() -> list[str]:
+    """Every service of the API; importing their modules puts their descriptors in the pool."""
+    from secondbrain.chat.v1 import chat_service_pb2
+    from secondbrain.ingest.v1 import ingest_service_pb2
+    from secondbrain.retrieve.v1 import retrieve_service_pb2
+
+    return [
+        service.full_name
+        for module in (ingest_service_pb2, retrieve_service_pb2, chat_service_pb2)
+        for service in module.DESCRIPTOR.services_by_name.values()
+    ]
+
+
 def enable_reflection(server: grpc.aio.Server, service_names: Sequence[str]) -> None:
-    """Serve reflection, v1 and v1alpha, listing `service_names` (and health and reflection themselves)."""
+    """Serve reflection, v1 and v1alpha, listing `service_names` (and reflection itself); through the gateway,
+    the whole API."""
     _register_v1_descriptor()
-    names = [*service_names, V1_SERVICE_NAME, V1ALPHA_SERVICE_NAME]
-    servicer = reflection.aio.ReflectionServicer(names)
+    own = [*service_names, V1_SERVICE_NAME, V1ALPHA_SERVICE_NAME]
+    gateway = list(dict.fromkeys([*_api_service_names(), *own]))
+    servicers = {False: reflection.aio.ReflectionServicer(own), True: reflection.aio.ReflectionServicer(gateway)}
+
+    async def info(
+        requests: AsyncIterator[reflection_pb2.ServerReflectionRequest], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[reflection_pb2.ServerReflectionResponse]:
+        via_gateway = any(key == GATEWAY_HEADER for key, _ in context.invocation_metadata() or ())
+        async for response in servicers[via_gateway].ServerReflectionInfo(requests, context):
+            yield response
+
     handler = grpc.stream_stream_rpc_method_handler(
-        servicer.ServerReflectionInfo,
+        info,
         request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
         response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
     )
