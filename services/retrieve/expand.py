@@ -108,6 +108,20 @@ class PassageText(Excerpt):
     best_rank: int
 
 
+def span_heading(first: Sequence[str], last: Sequence[str]) -> list[str]:
+    """A span's label: the heading its first line sits under, and when it runs into another section, that one too
+    (`Kitchen › Goal … Open questions`), so the label never names a section the text does not start in."""
+    if list(first) == list(last):
+        return list(first)
+    shared = 0
+    while shared < min(len(first), len(last)) and first[shared] == last[shared]:
+        shared += 1
+    if shared == len(last):  # it ends back under a heading it started below: the first one covers it
+        return list(first)
+    start = first[shared] if shared < len(first) else ""
+    return [*first[:shared], f"{start} … {last[shared]}".strip()]
+
+
 def assemble(span: Span, available: dict[tuple[int, int], ChunkRow]) -> PassageText:
     chunks = [available[(span.file_id, index)] for index in range(span.first, span.last + 1)]
     winner = available[(span.file_id, span.winners[0])]
@@ -126,7 +140,7 @@ def assemble(span: Span, available: dict[tuple[int, int], ChunkRow]) -> PassageT
         file_id=span.file_id,
         path=winner.path,
         title=winner.title,
-        heading_path=winner.heading_path,
+        heading_path=span_heading(chunks[0].heading_path, chunks[-1].heading_path),
         start_line=min(c.start_line for c in chunks),
         end_line=max(c.end_line for c in chunks),
         text="\n\n".join(part for part in parts if part),

@@ -53,7 +53,7 @@ async def test_a_turn_streams_sources_then_deltas_then_done_and_stores_both_mess
     system = request["messages"][0]
     assert system["role"] == "system"
     assert "Cite only numbers that appear in the passages" in system["content"]
-    assert "[1] Garden > Watering (Projects/Garden.md, lines 5-9)" in system["content"]
+    assert "[1] Garden > Watering … Soil (Projects/Garden.md, lines 5-9)" in system["content"]
     assert "Water the tomatoes every morning" in system["content"]
     assert request["messages"][-1] == {"role": "user", "content": QUESTION}
     assert request["model"] == "gpt-5.4-mini" and request["stream"] is True

@@ -10,6 +10,7 @@ from secondbrain.retrieve.expand import (
     PassageText,
     assemble,
     plan_spans,
+    span_heading,
     within_budget,
     without_overlap,
 )
@@ -47,7 +48,7 @@ def test_a_neighbour_in_another_section_gets_its_heading() -> None:
     available = {(1, 0): row(0, "First part text.", heading="Intro"), (1, 1): row(1, "Second.", heading="Usage")}
     passage = assemble(plan_spans([(1, 0)], available, 1, 5)[0], available)
     assert "## Usage\n\nSecond." in passage.text
-    assert passage.heading_path == ["Intro"]
+    assert passage.heading_path == ["Intro … Usage"], "the label names both sections the span runs across"
 
 
 def passage(rank: int, tokens: int) -> PassageText:
@@ -81,3 +82,12 @@ texts = st.text(alphabet="ab .", max_size=120)
 def test_overlap_removal_matches_its_definition(before: str, shared: str, after: str) -> None:
     previous, following = before + shared, shared + after
     assert without_overlap(previous, following) == overlap_by_definition(previous, following)
+
+
+def test_a_spans_label_is_where_its_text_starts_and_where_it_runs_to() -> None:
+    kitchen = "Kitchen Renovation"
+    assert span_heading([kitchen, "Goal"], [kitchen, "Goal"]) == [kitchen, "Goal"]
+    assert span_heading([kitchen, "Goal"], [kitchen, "Open questions"]) == [kitchen, "Goal … Open questions"]
+    assert span_heading([kitchen], [kitchen, "Open questions"]) == [kitchen, "… Open questions"]
+    assert span_heading([kitchen, "Goal", "Budget"], [kitchen, "Goal"]) == [kitchen, "Goal", "Budget"]
+    assert span_heading([], ["Usage"]) == ["… Usage"]

@@ -26,6 +26,23 @@ async def test_lexical_snippet_marks_the_matched_words(pool: asyncpg.Pool) -> No
     assert "word0 " not in hit.snippet  # an excerpt around the match, not the start of the note
 
 
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+async def test_a_hits_heading_is_the_section_its_snippet_is_from(pool: asyncpg.Pool, mode: Mode) -> None:
+    """The vector arm's best chunk (Rotation, here) may not be where the typed words are (Watering): the label
+    follows the snippet."""
+    watering = "Water the tomatoes every morning before nine."
+    rotation = "Beans follow the brassicas; roots follow the beans."
+    chunks = [(["Garden", "Watering"], watering, 0.2), (["Garden", "Rotation"], rotation, 0.9)]
+    await write(pool, note("Garden.md", f"# Garden\n\n## Watering\n\n{watering}\n\n## Rotation\n\n{rotation}",
+                           chunks=chunks))  # fmt: skip
+    [hit] = (await search(pool, "tomatoes morning", mode)).hits
+    assert hit.heading_path == ["Garden", "Watering"]
+    assert "**tomatoes**" in hit.snippet and "Beans" not in hit.snippet and "Garden >" not in hit.snippet
+
+    [by_substring] = (await search(pool, "brassicas; roots", mode)).hits
+    assert by_substring.heading_path == ["Garden", "Rotation"] and "brassicas" in by_substring.snippet
+
+
 async def test_like_metacharacters_in_the_query_are_literal(pool: asyncpg.Pool) -> None:
     await write(
         pool,

@@ -144,7 +144,7 @@ async def test_neighbours_expand_and_contiguous_spans_merge(stack: Stack) -> Non
     assert first.note_path == "Zeppelin.md"
     assert "zeppelin hangar decision" in first.text
     assert len(first.chunk_indexes) == 3 and first.chunk_indexes == sorted(first.chunk_indexes)
-    assert first.heading_path == ["Part 5"]
+    assert first.heading_path == ["Part 4 … Part 6"], "where its text starts, and where it runs to"
     assert first.start_line < first.end_line
     # Without expansion the passage is the chunk alone.
     _, bare = await stack.retrieve("zeppelin hangar decision", max_passages=3, expand_neighbours=False, **NO_CONDENSE)

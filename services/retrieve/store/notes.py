@@ -144,17 +144,38 @@ def _vector_ctes(p: Params, vector: np.ndarray, filters: Filters, depth: int) ->
     )"""
 
 
-# Every statement returns the same columns, which note search turns into a NoteHit: headline (ts_headline of the body,
-# matches between MATCH_START and MATCH_STOP) and around (a window of the body around the first occurrence of the
-# typed text) are NULL where the lexical arm did not match; chunk (the best chunk's text) is NULL where the vector arm
-# did not.
-def _snippet_columns(p: Params, lexical_matched: str) -> str:
+# Every statement returns the same columns, which note search turns into a NoteHit: headline (ts_headline, matches
+# between MATCH_START and MATCH_STOP) and around (a window around the first occurrence of the typed text) are NULL
+# where the lexical arm did not match; chunk (the vector arm's best chunk) is NULL where the vector arm did not.
+# Where the lexical arm matched, both come from the note's best matching chunk (`matched`), and so does the heading
+# path, so a hit's label is the section its snippet is from; the whole body only when no chunk holds a match (a
+# note found by its path).
+def _matched_chunk() -> str:
+    """A LATERAL subquery `matched` (heading_path, text): the chunk of note `f` that best matches the query, its text
+    without the `Title > Heading` line ingest writes before a blank line."""
+    return """
+        LEFT JOIN LATERAL (
+            SELECT c.heading_path,
+                   CASE WHEN strpos(c.content, E'\\n\\n') > 0
+                        THEN substr(c.content, strpos(c.content, E'\\n\\n') + 2) ELSE c.content END AS text
+            FROM vault_chunks c
+            WHERE c.file_id = f.id AND (c.tsv @@ q.tsq OR c.content ILIKE q.pattern)
+            ORDER BY ts_rank_cd(c.tsv, q.tsq) DESC, c.chunk_index
+            LIMIT 1
+        ) matched ON true"""
+
+
+def _snippet_columns(p: Params, lexical_matched: str, vector_heading: str) -> str:
     options = p.add(_HEADLINE_OPTIONS)
     return f"""
+           CASE WHEN {lexical_matched} THEN coalesce(matched.heading_path, '{{}}') ELSE {vector_heading} END
+               AS heading_path,
            CASE WHEN {lexical_matched}
-                THEN ts_headline(secondbrain_ts_config(), f.body, q.tsq, {options}) END AS headline,
+                THEN ts_headline(secondbrain_ts_config(), coalesce(matched.text, f.body), q.tsq, {options})
+           END AS headline,
            CASE WHEN {lexical_matched} AND q.pattern IS NOT NULL
-                THEN substr(f.body, greatest(strpos(lower(f.body), lower(q.needle)) - 200, 1),
+                THEN substr(coalesce(matched.text, f.body),
+                            greatest(strpos(lower(coalesce(matched.text, f.body)), lower(q.needle)) - 200, 1),
                             400 + length(q.needle)) END AS around"""
 
 
@@ -162,12 +183,11 @@ def lexical_notes_statement(text: str, filters: Filters, limit: int) -> Statemen
     """The lexical search statement."""
     p = Params()
     ctes = _lexical_ctes(p, text, filters, limit)
-    snippets = _snippet_columns(p, "true")
+    snippets = _snippet_columns(p, "true", "'{}'::text[]")
     return p.statement(f"""
     WITH {ctes}
-    SELECT f.path, f.title, f.tags, l.score::float8 AS score,
-           '{{}}'::text[] AS heading_path, NULL::text AS chunk, {snippets}
-    FROM lexical_ranked l JOIN vault_files f ON f.id = l.id CROSS JOIN query q
+    SELECT f.path, f.title, f.tags, l.score::float8 AS score, NULL::text AS chunk, {snippets}
+    FROM lexical_ranked l JOIN vault_files f ON f.id = l.id CROSS JOIN query q {_matched_chunk()}
     ORDER BY l.rank""")
 
 
@@ -186,15 +206,15 @@ def vector_notes_statement(vector: np.ndarray, filters: Filters, limit: int) -> 
 def hybrid_notes_statement(text: str, vector: np.ndarray, filters: Filters, limit: int) -> Statement:
     """Both arms and their reciprocal rank fusion in one statement; run it with `vector_scan` (the HNSW settings).
 
-    The snippet prefers the lexical arm's highlighted excerpt (it shows why the note matched the typed words); the
-    heading path is the vector arm's best chunk, when that arm found the note.
+    The snippet prefers the lexical arm's highlighted excerpt (it shows why the note matched the typed words), and
+    the heading path is the section it is from; for a note only the vector arm found, both are its best chunk's.
     """
     depth = max(2 * limit, MIN_FUSION_DEPTH)
     p = Params()
     lexical = _lexical_ctes(p, text, filters, depth)
     vector_ctes = _vector_ctes(p, vector, filters, depth)
     limit_p = p.add(limit)
-    snippets = _snippet_columns(p, "h.lexical_matched")
+    snippets = _snippet_columns(p, "h.lexical_matched", "coalesce(h.heading_path, '{}')")
     return p.statement(f"""
     WITH {lexical},
     {vector_ctes},
@@ -211,9 +231,8 @@ def hybrid_notes_statement(text: str, vector: np.ndarray, filters: Filters, limi
         ORDER BY fused.score DESC, f.path
         LIMIT {limit_p}
     )
-    SELECT f.path, f.title, f.tags, h.score::float8 AS score,
-           coalesce(h.heading_path, '{{}}') AS heading_path, h.content AS chunk, {snippets}
-    FROM top h JOIN vault_files f ON f.id = h.id CROSS JOIN query q
+    SELECT f.path, f.title, f.tags, h.score::float8 AS score, h.content AS chunk, {snippets}
+    FROM top h JOIN vault_files f ON f.id = h.id CROSS JOIN query q {_matched_chunk()}
     ORDER BY h.score DESC, f.path""")
 
 
