@@ -186,6 +186,8 @@ def build_request(
         system=system,
         messages=[*kept, ChatMessage("user", question)],
         max_tokens=shares.answer,
-        passages=[SourcePassage(p.number, unlinked(p.text), unlinked(p.note_title)) for p in passages],
+        passages=[
+            SourcePassage(p.number, unlinked(p.text), unlinked(p.note_title), unlinked(p.note_path)) for p in passages
+        ],
     )
     return request, shares

@@ -110,7 +110,7 @@ class PassageText(Excerpt):
 
 def span_heading(first: Sequence[str], last: Sequence[str]) -> list[str]:
     """A span's label: the heading its first line sits under, and when it runs into another section, that one too
-    (`Kitchen › Goal … Open questions`), so the label never names a section the text does not start in."""
+    (`Kitchen > Goal … Open questions`), so the label never names a section the text does not start in."""
     if list(first) == list(last):
         return list(first)
     shared = 0

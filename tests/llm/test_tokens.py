@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from secondbrain.llm import ChatMessage
@@ -42,6 +42,7 @@ def test_fitted_history_is_a_suffix_within_budget(raw: list, budget: int) -> Non
 
 
 @given(st.text(max_size=300), st.integers(min_value=0, max_value=50))
+@example("0:\u094d\u0900", 3)  # a cut inside a character once decoded to more tokens than the limit
 def test_truncation_is_a_prefix_within_the_limit(text: str, limit: int) -> None:
     cut = truncate_to_tokens(text, limit)
     assert count_tokens(cut) <= limit

@@ -38,7 +38,13 @@ def truncate_to_tokens(text: str, limit: int) -> str:
     tokens = encoding().encode(text, disallowed_special=())
     if len(tokens) <= limit:
         return text
-    return encoding().decode(tokens[:limit])
+    # A cut inside a character's bytes decodes to a replacement character, which may encode to more tokens than
+    # were kept: cut one token sooner until the text fits.
+    for kept in range(limit, 0, -1):
+        cut = encoding().decode(tokens[:kept])
+        if count_tokens(cut) <= limit:
+            return cut
+    return ""
 
 
 def fit_history(history: Sequence[ChatMessage], budget: int) -> list[ChatMessage]:

@@ -49,6 +49,9 @@ class SourcePassage:
     number: int
     text: str
     title: str = ""
+    # The note's path in the vault: the extractive provider quotes a note about the vault itself (its root README)
+    # only when nothing else matches.
+    path: str = ""
 
 
 @dataclass(frozen=True)
