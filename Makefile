@@ -55,7 +55,7 @@ $(STAMPS)/kubectl: scripts/kubectl.py
 setup: $(STAMPS)/venv $(STAMPS)/npm $(STAMPS)/ui-npm $(STAMPS)/chromium $(STAMPS)/kubectl ## Install the Python and npm tools, Chromium and kubectl
 
 # The UI is built from its sources and the protos (its client code is generated from them); not committed.
-UI_SOURCES := $(shell find ui/src -path ui/src/gen -prune -o -type f -print 2>/dev/null) \
+UI_SOURCES := $(shell find ui/src -path ui/src/gen -prune -o -type f -print 2>/dev/null) $(shell find ui/public -type f 2>/dev/null) \
 	ui/index.html ui/vite.config.ts ui/tsconfig.json ui/buf.gen.yaml $(wildcard protos/secondbrain/*/*.proto protos/secondbrain/*/v1/*.proto)
 ui/dist/index.html: $(STAMPS)/ui-npm $(UI_SOURCES)
 	npm --prefix ui run --silent build

@@ -23,7 +23,7 @@ from google.protobuf import message_factory
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
@@ -163,6 +163,8 @@ def create_app(
     if ui_dir is not None and (ui_dir / "index.html").is_file():
         # A source map is the UI's source, comments and all: not served, even from a build that made one.
         routes.append(Route("/{path:path}.map", source_map))
+        # Browsers and tools that ask for the classic path get the UI's SVG icon.
+        routes.append(Route("/favicon.ico", lambda _: RedirectResponse("/favicon.svg", 301), methods=["GET"]))
         routes.append(Mount("/", StaticFiles(directory=ui_dir, html=True)))
     else:
         routes.append(Route("/", ui_not_built, methods=["GET"]))

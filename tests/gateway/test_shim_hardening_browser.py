@@ -36,8 +36,9 @@ async def test_the_built_ui_works_under_its_content_security_policy(gateway: Gat
             await expect(page.get_by_test_id("notes")).to_have_text("3")
             font = await page.evaluate("getComputedStyle(document.body).fontFamily")
             assert "Times New Roman" not in font, "styles.css applied"
+            icon = await page.request.get(f"{gateway.envoy_url}/favicon.ico")
+            assert icon.ok and icon.headers["content-type"].startswith("image/svg+xml"), "the classic path has one"
         finally:
             await browser.close()
-    # (A 404 for /favicon.ico is in the console too: the UI has none.)
     assert not [line for line in console if "Content Security Policy" in line], console
     assert not thrown, thrown

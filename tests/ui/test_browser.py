@@ -6,12 +6,13 @@ Screenshots of the panel and the settings modal are saved under build/screenshot
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Dialog, Page, async_playwright, expect
 
 from secondbrain.chat.v1 import chat_service_pb2 as chat
 from secondbrain.gateway.server import default_ui_dir
@@ -67,6 +68,12 @@ async def page(browser: Browser, gateway: Gateway) -> AsyncIterator[Page]:
     assert not messages, f"the page threw: {messages}"
 
 
+async def settle(page: Page) -> None:
+    """Wait for the page's transitions (the drawer sliding in) to finish, for a screenshot."""
+    finite = "document.getAnimations().filter((a) => a.effect?.getTiming().iterations !== Infinity)"
+    await page.evaluate(f"Promise.all({finite}.map((a) => a.finished))")
+
+
 async def ask(page: Page, question: str) -> None:
     await page.get_by_label("Your question").fill(question)
     await page.get_by_role("button", name="Send").click()
@@ -92,6 +99,16 @@ async def test_ask_cite_change_persona_and_find_the_conversation_after_a_reload(
     await expect(answer).to_contain_text("less often", timeout=15_000)
     await expect(page.get_by_role("button", name="Send")).to_be_visible()
 
+    # How the passages were found is there on request. (Asked before the passage is opened: a click outside the
+    # passage panel now closes it.)
+    await answer.get_by_role("button", name="How were these found?").click()
+    await expect(answer).to_contain_text("Vector search: ran")
+    await expect(answer).to_contain_text(QUESTION)
+    # The condense outcome and its reason (the test vault turns condensing off), and the panel is in view.
+    plan = answer.get_by_test_id("plan")
+    await expect(plan.locator(".condense")).to_have_text(f"Searched as typed: condensing is off.\u201c{QUESTION}\u201d")
+    await expect(plan).to_be_in_viewport()
+
     # A citation opens the passage it cites.
     await answer.locator("button.cite").first.click()
     passage = page.get_by_role("dialog", name="Passage 1")
@@ -99,10 +116,10 @@ async def test_ask_cite_change_persona_and_find_the_conversation_after_a_reload(
     await expect(passage).to_contain_text("Water the tomatoes every morning")
     await expect(passage).to_contain_text(f"Garden {NEXT} Watering")
     await expect(passage).to_contain_text("lines")
-    # How the passages were found is there on request.
-    await answer.get_by_role("button", name="How were these found?").click()
-    await expect(answer).to_contain_text("Vector search: ran")
-    await expect(answer).to_contain_text(QUESTION)
+    # The vault's folder is its name in Obsidian.
+    await expect(passage.get_by_role("link", name="Open in Obsidian")).to_have_attribute(
+        "href", "obsidian://open?vault=vault&file=Projects%2FGarden"
+    )
     await page.screenshot(path=SCREENSHOTS / "chat-panel.png")
     await passage.get_by_role("button", name="Close passage").click()
 
@@ -222,15 +239,23 @@ async def test_agent_steps_show_fold_and_cite_what_the_tools_read(gateway: Gatew
 
 
 async def test_a_missing_provider_and_a_stop_show_as_a_person_would_want(gateway: Gateway, page: Page) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     llm = gateway.chat.llm
     llm.script.push(Reply(deltas=[f"word{i} " for i in range(60)], delay=0.2))
     await page.get_by_role("button", name="Open chat").click()
     await ask(page, QUESTION)
     answer = page.get_by_test_id("answer").last
     await expect(answer).to_contain_text("word1")
+    await page.screenshot(path=SCREENSHOTS / "streaming.png")
     await page.get_by_role("button", name="Stop").click()
     await expect(page.get_by_role("button", name="Send")).to_be_visible()
-    await expect(page.get_by_test_id("answer").last).to_contain_text("stopped part way")
+    # A stop is the person's own doing: a calm "Stopped", not the service's cancel message as a red error.
+    stopped = page.get_by_test_id("answer").last
+    await expect(stopped.get_by_role("status")).to_have_text("Stopped")
+    await expect(stopped.get_by_role("alert")).to_have_count(0)
+    await expect(page.get_by_role("alert")).to_have_count(0)
+    assert "cancelled" not in await stopped.inner_text()
+    await page.screenshot(path=SCREENSHOTS / "stopped.png")
 
     # The provider turns away the key: the message says which variable to fix.
     llm.script.push(Reply(status=401, error_type="authentication_error", error_message="Incorrect API key"))
@@ -240,16 +265,32 @@ async def test_a_missing_provider_and_a_stop_show_as_a_person_would_want(gateway
 
 
 async def test_search_and_index_status_pages(gateway: Gateway, page: Page) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     await page.get_by_label("Search", exact=True).fill("water")
     await page.get_by_label("Folders").fill("Projects")
     await page.get_by_role("button", name="Search").click()
     hits = page.get_by_test_id("hit")
     await expect(hits).to_have_count(1)
     await expect(hits.first).to_contain_text("Projects/Garden.md")
+    # The snippet's **match** markers are highlights, not asterisks.
+    await expect(hits.first.locator(".snippet mark").first).to_have_text(re.compile("water", re.IGNORECASE))
+    assert "*" not in await hits.first.locator(".snippet").inner_text()
 
     await page.get_by_role("link", name="Index").click()
     await expect(page.get_by_test_id("notes")).to_have_text("3")
     await expect(page.locator(".status-page")).to_contain_text("Every file is indexed.")
+
+    # A match the note had in bold comes back with its markers doubled (****worktop****): one highlight still.
+    gateway.chat.write("Home/Kitchen.md", "# Kitchen\n\nWe chose the pale grey **worktop** in quartz.\n")
+    await gateway.chat.ingest()
+    await page.get_by_role("link", name="Search").click()
+    await page.get_by_label("Search", exact=True).fill("worktop")
+    await page.get_by_role("button", name="Search").click()
+    snippet = hits.filter(has_text="Home/Kitchen.md").locator(".snippet")
+    await expect(snippet.locator("mark")).to_have_text("worktop")
+    await expect(snippet).to_contain_text("the pale grey worktop in quartz")
+    assert "*" not in await snippet.inner_text()
+    await page.screenshot(path=SCREENSHOTS / "search-snippet.png")
 
 
 async def test_a_service_that_is_down_is_said_plainly(gateway: Gateway, page: Page) -> None:
@@ -280,3 +321,220 @@ async def test_conversations_can_be_renamed_and_deleted(gateway: Gateway, page: 
     await expect(page.locator("nav.conversations li")).to_have_count(0)
     stored = await gateway.chat.stub.ListConversations(chat.ListConversationsRequest(), timeout=10)
     assert list(stored.conversations) == []
+
+
+def _dark(value: str) -> bool:
+    """Whether a computed `rgb(r, g, b)` colour is dark."""
+    r, g, b = (int(part) for part in re.findall(r"\d+", value)[:3])
+    return (r + g + b) / 3 < 80
+
+
+@pytest.mark.timeout(180)
+async def test_answers_render_markdown_with_citations_and_cited_sources_first(gateway: Gateway, page: Page) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    await page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    refused: list[str] = []
+    page.on(
+        "console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None
+    )
+    deltas = [
+        "Water **daily**, before nine [1]:\n\n",
+        "- the tomatoes every *morning*\n",
+        "- the basil less often [1][2]\n\n",
+        "A reminder script:\n\n```sh\nwater --beds all  # see [1]\n```\n\nAnd `[1]` in code stays text.",
+    ]
+    gateway.chat.llm.script.push(Reply(deltas=deltas, delay=0.1))
+    await page.get_by_role("button", name="Open chat").click()
+    await ask(page, QUESTION)
+    answer = page.get_by_test_id("answer").last
+    await expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=15_000)
+    await expect(answer).to_contain_text("stays text")
+
+    text = answer.locator(".text")
+    await expect(text.locator("strong")).to_have_text("daily")
+    await expect(text.locator("em")).to_have_text("morning")
+    await expect(text.locator("li")).to_have_count(2)
+    await expect(text.locator("pre code")).to_contain_text("water --beds all  # see [1]")
+    assert "**" not in await text.inner_text()
+    assert "```" not in await text.inner_text()
+    # [1] in prose is a citation button; inside code, it is code.
+    await expect(text.locator("button.cite")).to_have_count(3)
+    await expect(text.locator("pre button, code button")).to_have_count(0)
+
+    # The code block copies its code.
+    await text.get_by_role("button", name="Copy code").click()
+    await expect(text.get_by_role("button", name="Copy code")).to_have_text("Copied")
+    assert await page.evaluate("navigator.clipboard.readText()") == "water --beds all  # see [1]\n"
+
+    # The cited source is listed first; the others retrieved are folded away.
+    cited = answer.get_by_role("list", name="Cited sources")
+    await expect(cited.locator("li")).to_have_count(2)
+    await expect(cited.locator("li").first).to_contain_text("[1] Projects/Garden.md")
+    also = answer.locator("details.also-retrieved")
+    await expect(also).to_have_js_property("open", False)
+    await expect(also.locator("summary")).to_have_text(re.compile(r"^\d+ also retrieved$"))
+    await also.locator("summary").click()
+    await expect(also.get_by_role("button").first).to_be_visible()
+    await page.screenshot(path=SCREENSHOTS / "markdown-answer.png")
+
+    # A citation in a list item opens its passage, rendered as markdown too.
+    await text.locator("li button.cite").first.click()
+    passage = page.get_by_role("dialog", name="Passage 1")
+    await expect(passage).to_contain_text("Water the tomatoes every morning")
+    assert "##" not in await passage.locator(".passage-text").inner_text()
+    assert not refused, f"the gateway's content security policy blocked part of the chat: {refused}"
+
+
+@pytest.mark.timeout(180)
+async def test_a_notes_html_shows_as_text_and_runs_nothing(gateway: Gateway, page: Page) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    stack = gateway.chat
+    stack.write(
+        "Notes/Zanzibar.md",
+        "# Zanzibar\n\nThe zanzibar ferry leaves at noon.\n\n"
+        "<img src=x onerror=alert(1)>\n\n"
+        "<script>window.pwned = true; alert(2)</script>\n\n"
+        'Inline <img src=y onerror="window.pwned = true"> too, and **bold**.\n',
+    )
+    await stack.ingest()
+    dialogs: list[str] = []
+
+    async def on_dialog(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        await dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    stack.llm.script.push(Reply(deltas=["The ferry leaves at noon [1]. <img src=z onerror=alert(3)>"]))
+    await page.get_by_role("button", name="Open chat").click()
+    await ask(page, "When does the zanzibar ferry leave?")
+    answer = page.get_by_test_id("answer").last
+    await expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=15_000)
+    await expect(answer).to_contain_text("<img src=z onerror=alert(3)>")
+
+    source = answer.locator(".sources button", has_text="Notes/Zanzibar.md")
+    if not await source.is_visible():
+        await answer.locator("details.also-retrieved summary").click()
+    await source.click()
+    passage = page.get_by_role("dialog", name=re.compile(r"^Passage \d+$"))
+    text = passage.locator(".passage-text")
+    await expect(text).to_contain_text("<img src=x onerror=alert(1)>")
+    await expect(text).to_contain_text("<script>window.pwned = true; alert(2)</script>")
+    await expect(text).to_contain_text('<img src=y onerror="window.pwned = true">')
+    await expect(text.locator("strong")).to_have_text("bold")
+    await page.screenshot(path=SCREENSHOTS / "passage-html-as-text.png")
+
+    assert await page.locator("img").count() == 0, "no img element came from a note or an answer"
+    assert await page.locator("#root script").count() == 0
+    assert await page.evaluate("window.pwned") is None, "nothing from the note ran"
+    assert dialogs == [], f"the note's script ran: {dialogs}"
+
+
+@pytest.mark.timeout(180)
+async def test_escape_and_a_click_outside_close_the_passage_and_the_settings(gateway: Gateway, page: Page) -> None:
+    gateway.chat.llm.script.push(Reply(deltas=["Every morning [1]."]))
+    await page.get_by_role("button", name="Open chat").click()
+    await ask(page, QUESTION)
+    answer = page.get_by_test_id("answer").last
+    await expect(answer.locator("button.cite")).to_have_count(1, timeout=15_000)
+
+    passage = page.get_by_role("dialog", name="Passage 1")
+    await answer.locator("button.cite").click()
+    await expect(passage).to_be_visible()
+    await page.keyboard.press("Escape")
+    await expect(passage).to_be_hidden()
+
+    # A click outside it closes it too; the chat stays open.
+    await answer.locator("button.cite").click()
+    await expect(passage).to_be_visible()
+    await page.locator(".messages").click(position={"x": 10, "y": 10})
+    await expect(passage).to_be_hidden()
+    await expect(page.get_by_role("dialog", name="Chat")).to_be_visible()
+
+    settings = page.get_by_role("dialog", name="Chat settings")
+    await page.get_by_role("button", name="Settings").click()
+    await expect(settings).to_be_visible()
+    await page.keyboard.press("Escape")
+    await expect(settings).to_be_hidden()
+    await page.get_by_role("button", name="Settings").click()
+    await expect(settings).to_be_visible()
+    await page.mouse.click(5, 5)  # the backdrop
+    await expect(settings).to_be_hidden()
+    await expect(page.get_by_role("dialog", name="Chat")).to_be_visible()
+
+
+@pytest.mark.timeout(180)
+async def test_a_390_px_screen_asks_and_answers_with_the_composer_in_view(gateway: Gateway, page: Page) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    await page.set_viewport_size({"width": 390, "height": 844})
+    gateway.chat.llm.script.push(
+        Reply(deltas=["Every **morning** before nine, ", "and the basil less often [1]."], delay=0.2)
+    )
+    await page.get_by_role("button", name="Open chat").click()
+    composer = page.get_by_label("Your question")
+    await expect(composer).to_be_in_viewport()
+    # The conversation list is a drawer, closed until its button opens it.
+    drawer = page.get_by_role("navigation", name="Conversations")
+    await expect(drawer).to_be_hidden()
+
+    await ask(page, QUESTION)
+    await expect(page.get_by_role("button", name="Stop")).to_be_in_viewport()
+    answer = page.get_by_test_id("answer").last
+    await expect(answer).to_contain_text("less often", timeout=15_000)
+    await expect(page.get_by_role("button", name="Send")).to_be_in_viewport()
+    await expect(composer).to_be_in_viewport()
+    await expect(page.get_by_role("button", name="Close chat")).to_be_in_viewport()
+    await expect(page.get_by_role("button", name="Settings")).to_be_in_viewport()
+    # Nothing is wider than the screen.
+    assert await page.evaluate("document.querySelector('.chat-panel').scrollWidth") <= 390
+    await page.screenshot(path=SCREENSHOTS / "narrow-390.png")
+
+    # The passage opens over the conversation, its close button in reach.
+    await answer.locator("button.cite").click()
+    passage = page.get_by_role("dialog", name="Passage 1")
+    await expect(passage.get_by_role("button", name="Close passage")).to_be_in_viewport()
+    await page.screenshot(path=SCREENSHOTS / "narrow-390-passage.png")
+    await page.keyboard.press("Escape")
+    await expect(passage).to_be_hidden()
+
+    # The drawer holds the conversation; a click beside it closes it.
+    await page.get_by_role("button", name="Conversations").click()
+    await expect(drawer).to_be_visible()
+    await expect(drawer.locator("li").first).to_contain_text(QUESTION)
+    await expect(drawer.get_by_role("button", name="+ New conversation")).to_be_in_viewport()
+    await settle(page)
+    await page.screenshot(path=SCREENSHOTS / "narrow-390-drawer.png")
+    await page.mouse.click(380, 400)
+    await expect(drawer).to_be_hidden()
+    # Choosing a conversation in it closes it too.
+    await page.get_by_role("button", name="Conversations").click()
+    await drawer.get_by_role("button", name=QUESTION, exact=True).click()
+    await expect(drawer).to_be_hidden()
+    await expect(page.get_by_test_id("answer").last).to_contain_text("Every morning before nine")
+
+
+@pytest.mark.timeout(180)
+async def test_a_dark_system_gets_the_dark_palette_and_the_tab_an_icon(browser: Browser, gateway: Gateway) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    context = await browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="dark")
+    try:
+        page = await context.new_page()
+        await page.goto(gateway.envoy_url)
+        icon = page.locator('link[rel="icon"]')
+        await expect(icon).to_have_attribute("href", "/favicon.svg")
+        served = await page.request.get(f"{gateway.envoy_url}/favicon.svg")
+        assert served.status == 200 and served.headers["content-type"].startswith("image/svg+xml")
+
+        assert _dark(await page.evaluate("getComputedStyle(document.documentElement).backgroundColor"))
+        await page.get_by_label("Search", exact=True).fill("water")
+        await page.get_by_role("button", name="Search").click()
+        await expect(page.get_by_test_id("hit").first.locator("mark").first).to_be_visible()
+        await page.screenshot(path=SCREENSHOTS / "dark-search.png")
+        gateway.chat.llm.script.push(Reply(deltas=["Every **morning** before nine [1].\n\n`water --all`"]))
+        await page.get_by_role("button", name="Open chat").click()
+        await ask(page, QUESTION)
+        await expect(page.get_by_test_id("answer").last).to_contain_text("water --all", timeout=15_000)
+        assert _dark(await page.evaluate("getComputedStyle(document.querySelector('.chat-top')).backgroundColor"))
+        await page.get_by_test_id("answer").last.locator("button.cite").click()
+        await page.screenshot(path=SCREENSHOTS / "dark-chat.png")
+    finally:
+        await context.close()

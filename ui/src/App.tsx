@@ -1,10 +1,11 @@
 // The page: a header with search and index links and, at the right, the speech-bubble button that opens the
-// chat panel over everything.
-import { useEffect, useState } from "react";
+// chat panel over everything. The panel (and the markdown renderer it brings) is loaded when first opened.
+import { lazy, Suspense, useEffect, useState } from "react";
 import { saveToken, savedToken } from "./api";
-import { ChatPanel } from "./chat/ChatPanel";
 import { SearchPage } from "./pages/SearchPage";
 import { StatusPage } from "./pages/StatusPage";
+
+const ChatPanel = lazy(() => import("./chat/ChatPanel").then((module) => ({ default: module.ChatPanel })));
 
 function useHashRoute(): string {
   const [route, setRoute] = useState(window.location.hash.replace(/^#\/?/, ""));
@@ -81,7 +82,9 @@ export function App() {
       </header>
       <main key={generation}>{route === "status" ? <StatusPage /> : <SearchPage />}</main>
       {chatOpen ? (
-        <ChatPanel key={generation} onClose={() => setChatOpen(false)} onUnauthenticated={() => setAskToken(true)} />
+        <Suspense fallback={null}>
+          <ChatPanel key={generation} onClose={() => setChatOpen(false)} onUnauthenticated={() => setAskToken(true)} />
+        </Suspense>
       ) : null}
       {askToken ? (
         <TokenPrompt

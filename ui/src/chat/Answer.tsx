@@ -1,17 +1,22 @@
-// An answer with its sources: [n] markers become links to the passage they cite, and the retrieval behind the
-// answer (queries, whether the vector arm ran, timings) is one click away. In agent mode the tool steps the model
-// took come first, folded into one line once the answer is written.
-import { useState } from "react";
+// An answer with its sources: the answer's markdown rendered (never its HTML), [n] markers as buttons that open the
+// passage they cite, the cited sources listed first and the rest folded away, and the retrieval behind the answer
+// (how the question was searched, whether the vector arm ran, timings) one click away. In agent mode the tool steps
+// the model took come first, folded into one line once the answer is written.
+import { useEffect, useRef, useState } from "react";
 import type { AgentRun } from "../gen/secondbrain/chat/v1/chat_service_pb";
-import type { Passage, RetrievalResult } from "../gen/secondbrain/v1/retrieval_pb";
+import type { Passage, RetrievalPlan, RetrievalResult } from "../gen/secondbrain/v1/retrieval_pb";
 import { QueryKind } from "../gen/secondbrain/v1/retrieval_pb";
+import { Markdown, citedNumbers } from "../Markdown";
 
-const CITATION = /\[(\d+)\]/g;
+// Clicks on these open a passage, so they do not count as a click outside the open one.
+const OPENS_PASSAGE = "data-opens-passage";
 
 function Cite({ passage, onCite }: { passage: Passage; onCite: (passage: Passage) => void }) {
   return (
     <button
       className="cite"
+      type="button"
+      {...{ [OPENS_PASSAGE]: "" }}
       title={`${passage.notePath}${passage.headingPath.length ? " › " + passage.headingPath.join(" › ") : ""}`}
       onClick={() => onCite(passage)}
     >
@@ -20,25 +25,36 @@ function Cite({ passage, onCite }: { passage: Passage; onCite: (passage: Passage
   );
 }
 
-function withCitations(text: string, passages: Passage[], onCite: (passage: Passage) => void) {
-  const byNumber = new Map(passages.map((p) => [p.number, p]));
-  const parts: React.ReactNode[] = [];
-  let last = 0;
-  for (const match of text.matchAll(CITATION)) {
-    const passage = byNumber.get(Number(match[1]));
-    if (!passage) continue; // a number with no passage stays plain text
-    const at = match.index ?? 0;
-    parts.push(text.slice(last, at));
-    parts.push(<Cite key={`${at}-${passage.number}`} passage={passage} onCite={onCite} />);
-    last = at + match[0].length;
-  }
-  parts.push(text.slice(last));
-  return parts;
+// The note in Obsidian: obsidian://open takes the vault's name (its folder's name) and the note's path without .md.
+export function obsidianUrl(vaultName: string, notePath: string): string {
+  const file = notePath.replace(/\.md$/i, "");
+  return `obsidian://open?vault=${encodeURIComponent(vaultName)}&file=${encodeURIComponent(file)}`;
 }
 
-export function PassageView({ passage, onClose }: { passage: Passage; onClose: () => void }) {
+// The passage panel. Escape closes it (ChatPanel listens, so that only the topmost of it and the settings closes),
+// and so does a click anywhere outside it but on another citation, which shows that passage instead.
+export function PassageView({
+  passage,
+  vaultName,
+  onClose,
+}: {
+  passage: Passage;
+  vaultName?: string;
+  onClose: () => void;
+}) {
+  const panel = useRef<HTMLElement>(null);
+  useEffect(() => {
+    function outside(event: PointerEvent) {
+      const target = event.target;
+      if (!(target instanceof Element) || panel.current?.contains(target)) return;
+      if (target.closest(`[${OPENS_PASSAGE}]`)) return;
+      onClose();
+    }
+    document.addEventListener("pointerdown", outside);
+    return () => document.removeEventListener("pointerdown", outside);
+  }, [onClose]);
   return (
-    <aside className="passage" role="dialog" aria-label={`Passage ${passage.number}`}>
+    <aside className="passage" role="dialog" aria-label={`Passage ${passage.number}`} ref={panel}>
       <header>
         <strong>[{passage.number}]</strong> <span className="note-path">{passage.notePath}</span>
         <button className="icon" aria-label="Close passage" onClick={onClose}>
@@ -46,35 +62,69 @@ export function PassageView({ passage, onClose }: { passage: Passage; onClose: (
         </button>
       </header>
       <div className="heading-path">{[passage.noteTitle, ...passage.headingPath].join(" › ")}</div>
-      <div className="lines">
-        lines {passage.startLine}–{passage.endLine}
+      <div className="passage-meta muted small">
+        <span className="lines">
+          lines {passage.startLine}–{passage.endLine}
+        </span>
+        {vaultName ? (
+          <a className="obsidian" href={obsidianUrl(vaultName, passage.notePath)}>
+            Open in Obsidian
+          </a>
+        ) : null}
       </div>
-      <pre className="passage-text">{passage.text}</pre>
+      <div className="passage-text md">
+        <Markdown text={passage.text} />
+      </div>
     </aside>
   );
 }
 
-const KIND_NAMES: Record<number, string> = {
-  [QueryKind.ORIGINAL]: "as asked",
-  [QueryKind.CONDENSED]: "standalone",
-  [QueryKind.ALTERNATE]: "alternate",
-  [QueryKind.WITH_HISTORY]: "with the conversation",
-};
+const quoted = (text: string) => `“${text}”`;
+
+// What became of the question before the search: rewritten into a standalone query, or searched as typed and why.
+function CondenseOutcome({ plan }: { plan: RetrievalPlan }) {
+  const condensed = plan.queries.find((q) => q.kind === QueryKind.CONDENSED);
+  const original = plan.queries.find((q) => q.kind === QueryKind.ORIGINAL) ?? plan.queries[0];
+  return (
+    <div className="condense">
+      {condensed ? (
+        <div>Rewritten as: {quoted(condensed.text)}</div>
+      ) : (
+        <>
+          <div>Searched as typed{plan.condenseSkippedReason ? `: ${plan.condenseSkippedReason}.` : "."}</div>
+          {original ? <div className="query">{quoted(original.text)}</div> : null}
+        </>
+      )}
+    </div>
+  );
+}
 
 function RetrievalDetails({ sources }: { sources: RetrievalResult }) {
   const plan = sources.plan;
+  const box = useRef<HTMLDivElement>(null);
+  // Opened under a long answer, the panel may start below the fold: bring it into view.
+  useEffect(() => {
+    const reduce = window.matchMedia?.("(prefers-reduced-motion: reduce)").matches;
+    box.current?.scrollIntoView({ block: "nearest", behavior: reduce ? "auto" : "smooth" });
+  }, []);
+  const alternates = plan?.queries.filter((q) => q.kind === QueryKind.ALTERNATE) ?? [];
+  const withHistory = plan?.queries.filter((q) => q.kind === QueryKind.WITH_HISTORY) ?? [];
   return (
-    <div className="details">
-      <div>
-        <strong>Queries</strong>
-        <ul>
-          {plan?.queries.map((q, i) => (
-            <li key={i}>
-              “{q.text}” <span className="muted">({KIND_NAMES[q.kind] ?? "query"})</span>
-            </li>
-          ))}
-        </ul>
-      </div>
+    <div className="details" ref={box} data-testid="plan">
+      {plan ? <CondenseOutcome plan={plan} /> : null}
+      {withHistory.map((q, i) => (
+        <div key={`h${i}`}>Also searched with the conversation: {quoted(q.text)}</div>
+      ))}
+      {alternates.length ? (
+        <div>
+          Also searched as:
+          <ul>
+            {alternates.map((q, i) => (
+              <li key={i}>{quoted(q.text)}</li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
       <div className="vector-arm">
         Vector search:{" "}
         {plan?.vectorArmRan ? `ran (${plan.embeddingModel})` : `skipped: ${plan?.vectorArmSkippedReason || "unknown"}`}
@@ -237,11 +287,28 @@ function AgentSteps({
   );
 }
 
+// The service's words for an answer the person stopped (services/chat/turn.py): not an error, so not shown as one.
+export function isStoppedMessage(error: string | undefined): boolean {
+  return !!error && /\bclient cancell?ed\b/i.test(error);
+}
+
+function SourceLink({ passage, onCite }: { passage: Passage; onCite: (passage: Passage) => void }) {
+  return (
+    <li>
+      <button className="link" {...{ [OPENS_PASSAGE]: "" }} onClick={() => onCite(passage)}>
+        [{passage.number}] {passage.notePath}
+        {passage.headingPath.length ? ` › ${passage.headingPath.join(" › ")}` : ""}
+      </button>
+    </li>
+  );
+}
+
 export function Answer({
   text,
   sources,
   streaming,
   error,
+  stopped,
   incomplete,
   agent,
   onCite,
@@ -250,22 +317,37 @@ export function Answer({
   sources?: RetrievalResult;
   streaming?: boolean;
   error?: string;
+  stopped?: boolean;
   incomplete?: boolean;
   agent?: AgentView;
   onCite: (passage: Passage) => void;
 }) {
   const [showDetails, setShowDetails] = useState(false);
   const passages = sources?.passages ?? [];
+  const byNumber = new Map(passages.map((p) => [p.number, p]));
+  const cited = citedNumbers(text)
+    .map((n) => byNumber.get(n))
+    .filter((p): p is Passage => !!p);
+  const others = passages.filter((p) => !cited.includes(p));
+  const wasStopped = stopped || isStoppedMessage(error);
   return (
     <div className={`message assistant${streaming ? " streaming" : ""}`} data-testid="answer">
       {agent ? (
         <AgentSteps agent={agent} passages={passages} streaming={!!streaming} writing={text !== ""} onCite={onCite} />
       ) : null}
-      <div className="text">
-        {withCitations(text, passages, onCite)}
-        {streaming ? <span className="cursor" aria-hidden="true" /> : null}
+      <div className="text md">
+        <Markdown
+          text={text}
+          citations={{ byNumber, render: (p: Passage) => <Cite key={p.number} passage={p} onCite={onCite} /> }}
+        />
+        {/* Once text arrives, the cursor is drawn after its last block by the stylesheet. */}
+        {streaming && !text ? <span className="cursor" aria-hidden="true" /> : null}
       </div>
-      {error ? (
+      {wasStopped ? (
+        <div className="stopped-note" role="status">
+          Stopped
+        </div>
+      ) : error ? (
         <div className="error" role="alert">
           {error}
         </div>
@@ -274,17 +356,26 @@ export function Answer({
       ) : null}
       {passages.length > 0 ? (
         <div className="sources">
-          <ol>
-            {passages.map((p) => (
-              <li key={p.number}>
-                <button className="link" onClick={() => onCite(p)}>
-                  [{p.number}] {p.notePath}
-                  {p.headingPath.length ? ` › ${p.headingPath.join(" › ")}` : ""}
-                </button>
-              </li>
-            ))}
-          </ol>
-          <button className="link small" onClick={() => setShowDetails(!showDetails)}>
+          {cited.length ? (
+            <ol aria-label="Cited sources">
+              {cited.map((p) => (
+                <SourceLink key={p.number} passage={p} onCite={onCite} />
+              ))}
+            </ol>
+          ) : null}
+          {others.length ? (
+            <details className="also-retrieved">
+              <summary>
+                {cited.length ? `${others.length} also retrieved` : `${plural(others.length, "passage")} retrieved`}
+              </summary>
+              <ol aria-label="Also retrieved">
+                {others.map((p) => (
+                  <SourceLink key={p.number} passage={p} onCite={onCite} />
+                ))}
+              </ol>
+            </details>
+          ) : null}
+          <button className="link small" aria-expanded={showDetails} onClick={() => setShowDetails(!showDetails)}>
             {showDetails ? "Hide how these were found" : "How were these found?"}
           </button>
           {showDetails && sources ? <RetrievalDetails sources={sources} /> : null}

@@ -1,8 +1,9 @@
-// The full-screen chat panel: conversations on the left, the conversation in the centre with the answer streaming
-// in, a persona dropdown and a model chip at the top, a gear for the settings. In agent mode (the settings' mode, or
-// the composer's toggle for one turn) the tool steps stream in above the answer.
+// The full-screen chat panel: conversations on the left (a drawer behind a button on a narrow screen), the
+// conversation in the centre with the answer streaming in, a persona dropdown and a model chip at the top, a gear for
+// the settings. In agent mode (the settings' mode, or the composer's toggle for one turn) the tool steps stream in
+// above the answer. Escape closes the topmost of the settings, the passage and the drawer.
 import { useCallback, useEffect, useRef, useState } from "react";
-import { chat, describeError, isAbort, isUnauthenticated } from "../api";
+import { chat, describeError, ingest, isAbort, isUnauthenticated } from "../api";
 import {
   type Conversation,
   type GetOptionsResponse,
@@ -10,7 +11,7 @@ import {
   type Settings,
 } from "../gen/secondbrain/chat/v1/chat_service_pb";
 import { MessageRole, type Passage, type RetrievalResult } from "../gen/secondbrain/v1/retrieval_pb";
-import { Answer, type AgentView, PassageView, storedAgent } from "./Answer";
+import { Answer, type AgentView, PassageView, isStoppedMessage, storedAgent } from "./Answer";
 import { SettingsModal } from "./SettingsModal";
 
 const SETTLE_WITHIN_MS = 5000;
@@ -32,7 +33,14 @@ interface LiveTurn {
   sources?: RetrievalResult;
   text: string;
   error?: string;
+  // The person pressed Stop.
+  stopped?: boolean;
   agent?: AgentView;
+}
+
+// The vault's name as Obsidian knows it: the last part of the path the index was last synced from.
+function vaultNameOf(path: string): string {
+  return path.replace(/[\\/]+$/, "").split(/[\\/]/).pop() ?? "";
 }
 
 // The turn's passages: the retrieval's, then those the tools added (numbered after them by the service).
@@ -56,6 +64,8 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
   const [busy, setBusy] = useState(false);
   // The composer's agent toggle; unset follows the settings' mode.
   const [agentChoice, setAgentChoice] = useState<boolean>();
+  const [drawerOpen, setDrawerOpen] = useState(false);
+  const [vaultName, setVaultName] = useState<string>();
   const abort = useRef<AbortController | undefined>(undefined);
   const bottom = useRef<HTMLDivElement>(null);
 
@@ -87,7 +97,27 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
       }
     })();
     void refreshList();
+    // For "Open in Obsidian"; without it (no sync yet, the ingest service down) the link is left out.
+    ingest
+      .getIndexStatus({})
+      .then((status) => setVaultName(vaultNameOf(status.vaultPath) || undefined))
+      .catch(() => setVaultName(undefined));
   }, [fail, refreshList]);
+
+  const closePassage = useCallback(() => setPassage(undefined), []);
+
+  useEffect(() => {
+    function onKey(event: KeyboardEvent) {
+      if (event.key !== "Escape" || event.defaultPrevented) return;
+      if (settingsOpen) setSettingsOpen(false);
+      else if (passage) setPassage(undefined);
+      else if (drawerOpen) setDrawerOpen(false);
+      else return;
+      event.preventDefault();
+    }
+    document.addEventListener("keydown", onKey);
+    return () => document.removeEventListener("keydown", onKey);
+  }, [settingsOpen, passage, drawerOpen]);
 
   useEffect(() => {
     bottom.current?.scrollIntoView({ block: "end" });
@@ -96,6 +126,7 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
   async function open(id: string) {
     setError("");
     setPassage(undefined);
+    setDrawerOpen(false);
     try {
       const reply = await chat.getConversation({ id });
       setActive(reply.conversation);
@@ -105,6 +136,7 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
   }
 
   function startFresh() {
+    setDrawerOpen(false);
     setActive(undefined);
     setFreshPersona(undefined);
     setPassage(undefined);
@@ -195,11 +227,13 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
         setLive(turn);
       }
     } catch (e) {
-      if (!isAbort(e)) {
+      if (isAbort(e) || controller.signal.aborted) {
+        turn = { ...turn, stopped: true };
+      } else {
         if (isUnauthenticated(e)) onUnauthenticated();
         turn = { ...turn, error: describeError(e) };
-        setLive(turn);
       }
+      setLive(turn);
     } finally {
       abort.current = undefined;
       setBusy(false);
@@ -210,13 +244,13 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
         const conversation = await settled(conversationId);
         setActive(conversation);
         const last = conversation?.messages.at(-1);
-        if (turn.error && last?.role !== MessageRole.ASSISTANT) setError(turn.error);
+        if (turn.error && !isStoppedMessage(turn.error) && last?.role !== MessageRole.ASSISTANT) setError(turn.error);
       } catch (e) {
         fail(e);
-        if (turn.error) setError(turn.error);
+        if (turn.error && !isStoppedMessage(turn.error)) setError(turn.error);
       }
       void refreshList();
-    } else if (turn.error) {
+    } else if (turn.error && !isStoppedMessage(turn.error)) {
       setError(turn.error);
     }
     setLive(undefined);
@@ -229,8 +263,9 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
   const personaName = (id: string) => options?.personas.find((p) => p.id === id)?.name ?? "Assistant";
 
   return (
-    <div className="chat-panel" role="dialog" aria-label="Chat">
-      <nav className="conversations">
+    <div className={`chat-panel${drawerOpen ? " drawer-open" : ""}`} role="dialog" aria-label="Chat">
+      {drawerOpen ? <div className="drawer-backdrop" onClick={() => setDrawerOpen(false)} /> : null}
+      <nav className="conversations" id="conversations" aria-label="Conversations">
         <button className="primary new" onClick={startFresh}>
           + New conversation
         </button>
@@ -245,7 +280,10 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
                   onBlur={(e) => rename(c, e.target.value)}
                   onKeyDown={(e) => {
                     if (e.key === "Enter") void rename(c, e.currentTarget.value);
-                    if (e.key === "Escape") setRenaming(undefined);
+                    if (e.key === "Escape") {
+                      e.stopPropagation(); // cancels the rename only
+                      setRenaming(undefined);
+                    }
                   }}
                 />
               ) : (
@@ -269,6 +307,17 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
       </nav>
       <section className="conversation">
         <header className="chat-top">
+          <button
+            className="icon drawer-toggle"
+            aria-label="Conversations"
+            aria-controls="conversations"
+            aria-expanded={drawerOpen}
+            onClick={() => setDrawerOpen(!drawerOpen)}
+          >
+            <svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true">
+              <path fill="currentColor" d="M3 6h18v2H3zm0 5h18v2H3zm0 5h18v2H3z" />
+            </svg>
+          </button>
           <select aria-label="Persona" value={personaId} onChange={(e) => choosePersona(e.target.value)}>
             {options?.personas.map((p) => (
               <option key={p.id} value={p.id}>
@@ -302,6 +351,7 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
                 text={m.content}
                 sources={m.sources}
                 incomplete={m.status === MessageStatus.INCOMPLETE}
+                stopped={m.status === MessageStatus.INCOMPLETE && isStoppedMessage(m.error)}
                 error={m.error || undefined}
                 agent={storedAgent(m.agent)}
                 onCite={setPassage}
@@ -314,8 +364,9 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
               <Answer
                 text={live.text}
                 sources={live.sources}
-                streaming={!live.error}
+                streaming={!live.error && !live.stopped}
                 error={live.error}
+                stopped={live.stopped}
                 agent={live.agent}
                 onCite={setPassage}
               />
@@ -362,7 +413,7 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
           )}
         </form>
       </section>
-      {passage ? <PassageView passage={passage} onClose={() => setPassage(undefined)} /> : null}
+      {passage ? <PassageView passage={passage} vaultName={vaultName} onClose={closePassage} /> : null}
       {settingsOpen && options && settings ? (
         <SettingsModal
           options={options}

@@ -1,7 +1,8 @@
 // The settings modal: provider, model (from that provider's presets), persona, the base system prompt (with a
 // reset), the mode (one search, or the model's own searching and reading) and the retrieval knobs. Saving sends
-// every field; the server validates and answers with what it kept.
-import { useState } from "react";
+// every field; the server validates and answers with what it kept. A click outside it, or Escape (ChatPanel
+// listens), closes it unsaved.
+import { useRef, useState } from "react";
 import { chat, describeError } from "../api";
 import type { GetOptionsResponse, Settings } from "../gen/secondbrain/chat/v1/chat_service_pb";
 
@@ -20,6 +21,8 @@ export function SettingsModal({
   const [resetPrompt, setResetPrompt] = useState(false);
   const [error, setError] = useState("");
   const [saving, setSaving] = useState(false);
+  // A press that began inside the form and ended outside it (selecting text in the prompt) is not a click outside.
+  const pressedOutside = useRef(false);
   const available = options.providers.filter((p) => p.available);
   const provider = options.providers.find((p) => p.id === draft.provider);
   const models = provider?.models ?? [];
@@ -65,15 +68,17 @@ export function SettingsModal({
   }
 
   return (
-    <div className="modal-backdrop" onClick={onClose}>
-      <form
-        className="modal"
-        role="dialog"
-        aria-modal="true"
-        aria-label="Chat settings"
-        onClick={(e) => e.stopPropagation()}
-        onSubmit={save}
-      >
+    <div
+      className="modal-backdrop"
+      onPointerDown={(e) => {
+        pressedOutside.current = e.target === e.currentTarget;
+      }}
+      onClick={(e) => {
+        if (e.target === e.currentTarget && pressedOutside.current) onClose();
+        pressedOutside.current = false;
+      }}
+    >
+      <form className="modal" role="dialog" aria-modal="true" aria-label="Chat settings" onSubmit={save}>
         <h2>Settings</h2>
         <label>
           Provider

@@ -1,5 +1,5 @@
-// Note-level search with folder and tag filters.
-import { useState } from "react";
+// Note-level search with folder and tag filters; each hit's snippet shows the matched words highlighted.
+import { lazy, Suspense, useState } from "react";
 import { describeError, retrieve } from "../api";
 import { type NoteHit, SearchMode } from "../gen/secondbrain/retrieve/v1/retrieve_service_pb";
 
@@ -9,6 +9,14 @@ const MODES: [SearchMode, string][] = [
   [SearchMode.KEYWORD, "Lexical"],
   [SearchMode.SEMANTIC, "Vector"],
 ];
+
+// The markdown renderer comes with the first results.
+const Snippet = lazy(() => import("../Markdown").then((module) => ({ default: module.Snippet })));
+
+// A snippet while the renderer loads: its words, without the match markers.
+function plainSnippet(text: string): string {
+  return text.replace(/\*\*/g, "");
+}
 
 function list(text: string): string[] {
   return text
@@ -92,7 +100,11 @@ export function SearchPage() {
                   <strong>{hit.title}</strong> <span className="note-path">{hit.path}</span>
                 </div>
                 {hit.headingPath.length ? <div className="heading-path">{hit.headingPath.join(" › ")}</div> : null}
-                <p className="snippet">{hit.snippet}</p>
+                <p className="snippet">
+                  <Suspense fallback={plainSnippet(hit.snippet)}>
+                    <Snippet text={hit.snippet} />
+                  </Suspense>
+                </p>
                 {hit.tags.length ? <div className="tags">{hit.tags.map((t) => `#${t}`).join(" ")}</div> : null}
               </li>
             ))}

@@ -1,0 +1,188 @@
+// Markdown as elements, never as HTML: answers, passages and search snippets are written by a model or taken from
+// notes, so raw HTML in them (a note's <script>, an <img onerror=…>) shows as the text it is and runs nothing. There
+// is no rehype-raw here, on purpose: react-markdown turns every raw HTML node into text.
+//
+// In answers, a citation [n] of a passage the answer read becomes a button that opens it (a remark step over text
+// nodes only, so a [1] inside code or a link stays text). Code blocks get a copy button.
+import type { Element, Root as HastRoot } from "hast";
+import type { Emphasis, Root } from "mdast";
+import { findAndReplace } from "mdast-util-find-and-replace";
+import { useEffect, useRef, useState } from "react";
+import ReactMarkdown, { type Components } from "react-markdown";
+import remarkGfm from "remark-gfm";
+
+const CITATION = /\[(\d+)\]/g;
+
+// [n] for each n in `numbers`, as a <cite data-number=n> the Cite component below replaces with a button.
+function remarkCitations({ numbers }: { numbers: ReadonlySet<number> }) {
+  return (tree: Root) => {
+    findAndReplace(
+      tree,
+      [
+        CITATION,
+        (whole: string, digits: string) => {
+          const number = Number(digits);
+          if (!numbers.has(number)) return false; // a number with no passage stays plain text
+          // Not a bare text node with an hName: the replacer would merge it into the text around it.
+          const node: Emphasis = {
+            type: "emphasis",
+            children: [{ type: "text", value: whole }],
+            data: { hName: "cite", hProperties: { dataNumber: number } } as Emphasis["data"],
+          };
+          return node;
+        },
+      ],
+      { ignore: ["link", "linkReference"] },
+    );
+  };
+}
+
+// A block of raw HTML (a line holding only <img …> or <script>…) as a paragraph of its text. react-markdown would
+// turn it into text anyway, but loose at the top level, run together with the next such block.
+function rehypeHtmlBlocksAsText() {
+  return (tree: HastRoot) => {
+    tree.children = tree.children.map((node) =>
+      node.type === "raw"
+        ? { type: "element", tagName: "p", properties: {}, children: [{ type: "text", value: node.value }] }
+        : node,
+    );
+  };
+}
+
+// The citations found in an answer's text, in the order first cited: the same rule as the buttons, so the sources
+// listed as cited are the ones the answer links (a [n] inside code is not a citation).
+export function citedNumbers(text: string): number[] {
+  const withoutCode = text.replace(/```[\s\S]*?(```|$)/g, "").replace(/`[^`\n]*`/g, "");
+  const seen = new Set<number>();
+  for (const match of withoutCode.matchAll(CITATION)) seen.add(Number(match[1]));
+  return [...seen];
+}
+
+// Copying without navigator.clipboard too: it exists only on https and localhost, and the gateway may be reached
+// over plain http on a home network.
+async function copyText(text: string): Promise<boolean> {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    // fall through to the selection
+  }
+  const area = document.createElement("textarea");
+  area.value = text;
+  area.setAttribute("readonly", "");
+  area.className = "offscreen";
+  document.body.appendChild(area);
+  area.select();
+  let copied = false;
+  try {
+    copied = document.execCommand("copy");
+  } catch {
+    copied = false;
+  }
+  area.remove();
+  return copied;
+}
+
+function CodeBlock({ children }: { children?: React.ReactNode }) {
+  const pre = useRef<HTMLPreElement>(null);
+  const [state, setState] = useState<"" | "copied" | "failed">("");
+  useEffect(() => {
+    if (!state) return;
+    const timer = setTimeout(() => setState(""), 1500);
+    return () => clearTimeout(timer);
+  }, [state]);
+  return (
+    <div className="code-block">
+      <button
+        type="button"
+        className="copy"
+        aria-label="Copy code"
+        onClick={async () => setState((await copyText(pre.current?.textContent ?? "")) ? "copied" : "failed")}
+      >
+        {state === "copied" ? "Copied" : state === "failed" ? "Select and copy" : "Copy"}
+      </button>
+      <pre ref={pre}>{children}</pre>
+    </div>
+  );
+}
+
+const BASE: Components = {
+  pre: ({ children }) => <CodeBlock>{children}</CodeBlock>,
+  // Links open away from the app; react-markdown has already dropped javascript: and other unsafe URLs.
+  a: ({ href, children, title }) => (
+    <a href={href} title={title} target="_blank" rel="noopener noreferrer">
+      {children}
+    </a>
+  ),
+  // No images from notes or answers: a remote one is a tracking pixel, and a vault's own are not served.
+  img: ({ alt, src }) => (
+    <span className="md-image" title={src}>
+      {alt || "image"}
+    </span>
+  ),
+  table: ({ children }) => (
+    <div className="table-scroll">
+      <table>{children}</table>
+    </div>
+  ),
+};
+
+export interface Citations<P> {
+  // The passages by number; a [n] with no passage is left as text.
+  byNumber: ReadonlyMap<number, P>;
+  render: (passage: P) => React.ReactNode;
+}
+
+export function Markdown<P>({ text, citations }: { text: string; citations?: Citations<P> }) {
+  const numbers = new Set(citations?.byNumber.keys() ?? []);
+  const components: Components = citations
+    ? {
+        ...BASE,
+        cite: ({ node, children }: { node?: Element; children?: React.ReactNode }) => {
+          const passage = citations.byNumber.get(Number(node?.properties?.dataNumber));
+          return passage === undefined ? <>{children}</> : <>{citations.render(passage)}</>;
+        },
+      }
+    : BASE;
+  return (
+    <ReactMarkdown
+      remarkPlugins={[remarkGfm, [remarkCitations, { numbers }]]}
+      rehypePlugins={[rehypeHtmlBlocksAsText]}
+      components={components}
+    >
+      {text}
+    </ReactMarkdown>
+  );
+}
+
+// The match markers of a search snippet: the API wraps each match in **…**, so a match that was already bold in
+// the note arrives as ****word**** (or with one side doubled, where the snippet cut through it).
+// A snippet is a piece of a line, so a "# ", "- " or "1. " at its start is the note's text, not a heading or a list.
+export function snippetMarkdown(snippet: string): string {
+  return snippet
+    .replace(/\*{4,}/g, "**")
+    .replace(/^(\s*)(#|>|[-+*] |\d+[.)] )/, (_, space: string, marker: string) =>
+      /^\d/.test(marker) ? space + marker.replace(/([.)])/, "\\$1") : `${space}\\${marker}`,
+    );
+}
+
+const SNIPPET: Components = {
+  strong: ({ children }) => <mark>{children}</mark>,
+};
+
+// A search snippet: one line of a note, its matches highlighted; inline markdown only (a heading or list marker at
+// its start stays a line of text, links keep their words).
+export function Snippet({ text }: { text: string }) {
+  return (
+    <ReactMarkdown
+      remarkPlugins={[remarkGfm]}
+      allowedElements={["strong", "em", "code", "del"]}
+      unwrapDisallowed
+      components={SNIPPET}
+    >
+      {snippetMarkdown(text)}
+    </ReactMarkdown>
+  );
+}
