@@ -3,6 +3,7 @@ the demo vault's own question set guards retrieval quality (a regression guard, 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -46,12 +47,12 @@ def test_fields_the_evaluation_does_not_read_are_ignored_and_counted(tmp_path: P
     # An annotated question file (hints for people, notes on why) must run as it is.
     path = write_lines(
         tmp_path / "eval.jsonl",
-        {"id": "q1", "question": "Which?", "expected": ["A.md"], "answer_hint": "the first", "notes": "x"},
-        {"id": "q2", "question": "And?", "expected": ["B.md"], "answer_hint": "the second"},
+        {"id": "q1", "question": "Which?", "expected": ["A.md"], "answer_hint": " the first ", "notes": "x"},
+        {"id": "q2", "question": "And?", "expected": ["B.md"], "source": "p. 3", "notes": "y"},
     )
     loaded = load_qa(path)
-    assert [q.id for q in loaded.questions] == ["q1", "q2"]
-    assert loaded.ignored == {"answer_hint": 2, "notes": 1}
+    assert [(q.id, q.answer_hint) for q in loaded.questions] == [("q1", "the first"), ("q2", "")]
+    assert loaded.ignored == {"notes": 2, "source": 1}
 
 
 def test_the_first_expected_note_is_the_best(tmp_path: Path) -> None:
@@ -147,22 +148,78 @@ def test_the_demo_vaults_questions_stay_above_their_measured_recall(database_url
 
 
 @pytest.mark.slow
-def test_an_annotated_question_file_runs_and_says_once_what_it_ignored(database_url: str, tmp_path: Path) -> None:
+def _small_vault(tmp_path: Path) -> Path:
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "Tomatoes.md").write_text("# Tomatoes\n\nWater the tomatoes every morning in July.\n")
     (vault / "Kitchen.md").write_text("# Kitchen\n\nThe worktop is a pale grey quartz composite.\n")
+    return vault
+
+
+def test_an_annotated_question_file_runs_says_what_it_ignored_and_measures_the_answers(
+    database_url: str, tmp_path: Path
+) -> None:
+    """No key: the quoting provider answers, through a chat service started in the command."""
+    vault = _small_vault(tmp_path)
     qa = write_lines(
         tmp_path / "annotated.jsonl",
-        {"id": "a", "question": "when do I water tomatoes", "expected": ["Tomatoes.md"], "answer_hint": "mornings"},
-        {"id": "b", "question": "what is the worktop made of", "expected": ["Kitchen.md"], "answer_hint": "quartz"},
-    )
+        {"id": "a", "question": "when do I water tomatoes", "expected": ["Tomatoes.md"], "answer_hint": "every morning",
+         "reviewer": "me"},
+        {"id": "b", "question": "what is the worktop made of", "expected": ["Kitchen.md"], "answer_hint": "quartz",
+         "reviewer": "me"},
+    )  # fmt: skip
     env = _env(database_url, tmp_path)
-    result = secondbrain("eval", "--vault", str(vault), "--qa", str(qa), "--arm", "lexical", env=env, timeout=600)
+    args = ["eval", "--vault", str(vault), "--qa", str(qa), "--arm", "lexical", "--answers"]
+    result = secondbrain(*args, env=env, timeout=600)
     assert result.returncode == 0, result.stderr
-    said = result.stdout + result.stderr
-    assert said.count("answer_hint") == 1, said
-    assert "ignored fields the evaluation does not use: 'answer_hint' (on 2 of the lines)" in " ".join(said.split())
+    said = " ".join((result.stdout + result.stderr).split())
+    assert said.count("reviewer") == 1 and "'reviewer' (on 2 of the lines)" in said, said
+    assert "answers by extractive:extractive" in said and "all (2) │ 1.00 │ 1.00 │ 1.00 of 2" in said, said
+
+    report = json.loads(secondbrain(*args, "--json", env=env, timeout=600).stdout)
+    assert report["answers"]["overall"] == {
+        "questions": 2, "cites_expected": 1.0, "only_expected": 1.0, "hinted": 2, "contains_hint": 1.0, "failed": 0,
+    }  # fmt: skip
+
+
+async def test_answer_figures_come_from_the_turns_the_model_answered(database_url: str, tmp_path: Path) -> None:
+    """A scripted model on OpenAI's wire answers: one answer right, one citing the right note without the hint, one
+    follow-up whose history reaches the model; the figures are those answers'."""
+    from tests.wire import OpenAIServer, Reply
+
+    vault = _small_vault(tmp_path)
+    (vault / "secondbrain.json").write_text(
+        json.dumps({"chat": {"default_provider": "openai"}, "retrieve": {"condense": False}})
+    )
+    history = [{"role": "user", "content": "What about the kitchen?"}, {"role": "assistant", "content": "Quartz."}]
+    qa = write_lines(
+        tmp_path / "qa.jsonl",
+        {"id": "a", "question": "when do I water them", "expected": ["Tomatoes.md"], "answer_hint": "every morning"},
+        {"id": "b", "question": "what is the worktop made of", "expected": ["Kitchen.md"], "answer_hint": "quartz"},
+        {"id": "c", "question": "and its colour?", "expected": ["Kitchen.md"], "answer_hint": "pale grey",
+         "history": history, "kind": "follow-up"},
+    )  # fmt: skip
+    async with OpenAIServer() as llm:
+        llm.script.push(
+            # First the retrieval arms run, which condense the follow-up against its history.
+            Reply(deltas=['{"query": "kitchen worktop colour"}']),
+            Reply(deltas=["Every morning [1]."]),
+            Reply(deltas=["A composite [1]."]),
+            Reply(deltas=["Pale grey [1]."]),
+        )
+        env = {**_env(database_url, tmp_path), "OPENAI_API_KEY": "sk-test-eval-0123456789",
+               "OPENAI_BASE_URL": llm.base_url}  # fmt: skip
+        args = ["eval", "--vault", str(vault), "--qa", str(qa), "--arm", "lexical", "--answers", "--json"]
+        # Off the event loop: the model's server answers on it.
+        result = await asyncio.to_thread(secondbrain, *args, env=env, timeout=600)
+        assert result.returncode == 0, result.stderr
+        asked = [r.json for r in llm.requests if r.path.endswith("/chat/completions")]
+    answers = json.loads(result.stdout)["answers"]
+    assert answers["provider"].startswith("openai:")
+    assert answers["overall"]["contains_hint"] == 2 / 3 and answers["overall"]["cites_expected"] == 1.0
+    assert answers["per_kind"]["follow-up"]["contains_hint"] == 1.0
+    assert [m["id"] for m in answers["misses"]] == ["b"] and answers["misses"][0]["answer"] == "A composite [1]."
+    assert len(asked) == 4 and asked[3]["messages"][1:] == [*history, {"role": "user", "content": "and its colour?"}]
 
 
 def test_a_missing_question_file_says_how_to_write_one(tmp_path: Path) -> None:

@@ -6,13 +6,24 @@ meets them.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import dataclasses
 import functools
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import grpc
+from rich.console import Console
+
+from secondbrain.chat.citations import check_citations
+from secondbrain.chat.v1 import chat_service_pb2 as chat_pb
+from secondbrain.chat.v1 import chat_service_pb2_grpc as chat_grpc
 from secondbrain.config import Config
 from secondbrain.db import Database
 from secondbrain.errors import InvalidInput
 from secondbrain.evaluation import commands
+from secondbrain.evaluation.answers import Answered
 from secondbrain.evaluation.questions import Question
 from secondbrain.evaluation.ranking import Arm, ArmUnavailable
 from secondbrain.evaluation.services import EvalServices
@@ -20,6 +31,15 @@ from secondbrain.ingest.commands import run_ingest, sync_in_process
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.pipeline import Ranking, RetrievalOptions, Retriever
 from secondbrain.retrieve.server import build_retriever
+from secondbrain.service.access import connect
+from secondbrain.service.convert import ROLE_VALUES
+from secondbrain.v1 import retrieval_pb2 as common
+
+# A running chat service limits questions per client (30 a minute by default): a refused question is asked again
+# this often, this many times, which outlasts a minute's bucket.
+LIMITED_RETRY_SECONDS = 2.0
+LIMITED_RETRIES = 45
+ANSWER_TIMEOUT_SECONDS = 300.0
 
 
 class RetrieverRanker:
@@ -76,11 +96,62 @@ def _check(arm: Arm, ranking: Ranking) -> None:
         raise ArmUnavailable(f"no reranker ran: {ranking.rerank_skipped_reason or 'none is configured'}")
 
 
+class ChatAnswerer:
+    """Questions asked through ChatService.Answer (nothing stored), each with its history as the turns before it."""
+
+    def __init__(self, chat: chat_grpc.ChatServiceStub) -> None:
+        self.chat = chat
+
+    async def answer(self, question: Question) -> Answered:
+        request = chat_pb.AnswerRequest(
+            content=question.text,
+            history=[common.HistoryMessage(role=ROLE_VALUES[m.role], content=m.content) for m in question.history],
+        )
+        for _ in range(LIMITED_RETRIES):
+            try:
+                return await self._ask(request)
+            except grpc.aio.AioRpcError as error:
+                if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    return Answered("", [], error.details() or error.code().name)
+                await asyncio.sleep(LIMITED_RETRY_SECONDS)
+        return Answered("", [], "the chat service kept refusing questions (its per-client limit)")
+
+    async def _ask(self, request: chat_pb.AnswerRequest) -> Answered:
+        passages: list[common.Passage] = []
+        parts: list[str] = []
+        async for event in self.chat.Answer(request, timeout=ANSWER_TIMEOUT_SECONDS):
+            kind = event.WhichOneof("event")
+            if kind == "sources":
+                passages += event.sources.retrieval.passages
+            elif kind == "tool_result":
+                passages += event.tool_result.passages
+            elif kind == "delta":
+                parts.append(event.delta.text)
+            elif kind == "error":
+                return Answered("".join(parts), [], event.error.message)
+        text = "".join(parts)
+        notes = {p.number: p.note_path for p in passages}
+        cited = check_citations(text, list(notes)).cited
+        return Answered(text, list(dict.fromkeys(notes[number] for number in cited)))
+
+
+@contextlib.asynccontextmanager
+async def _open_answerer(config: Config) -> AsyncIterator[tuple[ChatAnswerer, str]]:
+    console = Console(stderr=True)
+    # A chat service started here answers only this evaluation: no per-client limit to wait on.
+    config = dataclasses.replace(config, settings=config.settings.model_copy(update={"chat_messages_per_minute": 0}))
+    async with connect(config, "chat", None, chat_grpc.ChatServiceStub, console, doing="answering") as chat:
+        settings = (await chat.GetSettings(chat_pb.GetSettingsRequest(), timeout=30)).settings
+        yield ChatAnswerer(chat), f"{settings.provider}:{settings.model}"
+
+
 async def _sync(config: Config, vault: Path) -> int:
     return await run_ingest(config, vault, force=False, watch=False, address=None, as_json=False)
 
 
-EVAL_SERVICES = EvalServices(sync=_sync, sync_here=sync_in_process, open_ranker=RetrieverRanker.open)
+EVAL_SERVICES = EvalServices(
+    sync=_sync, sync_here=sync_in_process, open_ranker=RetrieverRanker.open, open_answerer=_open_answerer
+)
 
 # `secondbrain eval` (bench/ runs it too).
 run_eval = functools.partial(commands.run_eval, services=EVAL_SERVICES)

@@ -15,7 +15,8 @@ def evaluate(
         Path | None,
         typer.Option(
             "--qa",
-            help="A question file: JSON lines of {id, question, expected (note paths, best first), history?, kind?}. "
+            help="A question file: JSON lines of {id, question, expected (note paths, best first), history?, kind?, "
+            "answer_hint?}. "
             "Default: .secondbrain/eval.jsonl in the vault.",
             show_default=False,
         ),
@@ -41,6 +42,15 @@ def evaluate(
         ),
     ] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N questions.", min=1, show_default=False)] = None,
+    answers: Annotated[
+        bool,
+        typer.Option(
+            "--answers",
+            help="Also ask each question through the chat service (its configured provider; the history replayed) "
+            "and measure the answers: the share citing an expected note, citing only expected notes, and containing "
+            "the question's answer_hint.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print every figure as JSON, keyed by arm and metric.")] = (
         False
     ),
@@ -51,6 +61,7 @@ def evaluate(
     With --qa (or the vault's .secondbrain/eval.jsonl) it indexes the vault first (only what changed), reports per
     question kind, and lists the questions hybrid missed with what came instead. With --beir it runs a BEIR
     benchmark. Arms that need an LLM (alternates) or a reranker endpoint are skipped with the reason when absent.
+    With --answers it measures the answers too, not only what retrieval found.
     """
     from secondbrain.cli.eval_services import run_eval
     from secondbrain.evaluation.ranking import ARMS
@@ -65,5 +76,6 @@ def evaluate(
             arms=arm or list(ARMS),
             limit=limit,
             as_json=as_json,
+            answers=answers,
         )
     )

@@ -14,6 +14,7 @@ from secondbrain.config import Config
 from secondbrain.db import Database
 from secondbrain.db.database import with_database
 from secondbrain.errors import InvalidInput
+from secondbrain.evaluation.answers import AnswerScores, evaluate_answers
 from secondbrain.evaluation.metrics import MEASURES
 from secondbrain.evaluation.questions import DEFAULT_QA_FILE, load_beir, load_qa
 from secondbrain.evaluation.ranking import ARMS
@@ -49,8 +50,11 @@ async def run_eval(
     arms: list[str],
     limit: int | None,
     as_json: bool,
+    answers: bool = False,
 ) -> Report:
     unknown = [name for name in arms if name not in ARMS]
+    if answers and beir is not None:
+        raise InvalidInput("--answers measures the answers to a vault's own questions (--qa); BEIR has no answers")
     if unknown:
         raise InvalidInput(f"unknown arm {unknown[0]!r}; the arms are {', '.join(ARMS)}")
     console = Console(stderr=True)
@@ -72,7 +76,7 @@ async def run_eval(
         if beir is not None:
             report = await _beir(services, config, beir, split, arms, limit, console, progress)
         else:
-            report = await _qa(services, config, qa, vault, arms, limit, console, progress)
+            report = await _qa(services, config, qa, vault, arms, limit, console, progress, answers)
     if as_json:
         print(json.dumps(as_dict(report), indent=2))
     else:
@@ -80,7 +84,7 @@ async def run_eval(
     return report
 
 
-async def _qa(services, config, qa, vault, arms, limit, console, progress) -> Report:  # noqa: ANN001
+async def _qa(services, config, qa, vault, arms, limit, console, progress, answers) -> Report:  # noqa: ANN001
     root = vault or config.settings.vault
     if qa is None:
         if root is None:
@@ -94,9 +98,13 @@ async def _qa(services, config, qa, vault, arms, limit, console, progress) -> Re
         await services.sync(config, root.resolve())
     db = await Database.open(config.settings)
     try:
-        return await evaluate(await services.open_ranker(config, db), questions, arms, progress)
+        report = await evaluate(await services.open_ranker(config, db), questions, arms, progress)
     finally:
         await db.close()
+    if answers:
+        async with services.open_answerer(config) as (answerer, provider):
+            report.answers = await evaluate_answers(answerer, questions, provider, progress)
+    return report
 
 
 async def _beir(services, config, directory, split, arms, limit, console, progress) -> Report:  # noqa: ANN001
@@ -142,6 +150,18 @@ def as_dict(report: Report) -> dict:
         "seconds": {arm.name: round(arm.seconds, 2) for arm in report.arms if not arm.unavailable},
         "misses": {arm.name: [asdict(miss) for miss in arm.misses] for arm in report.arms if not arm.unavailable},
         "notes": report.notes,
+        **({"answers": _answers_dict(report)} if report.answers is not None else {}),
+    }
+
+
+def _answers_dict(report: Report) -> dict:
+    assert report.answers is not None
+    return {
+        "provider": report.answers.provider,
+        "overall": asdict(report.answers.overall),
+        "per_kind": {kind: asdict(scores) for kind, scores in report.answers.per_kind.items()},
+        "misses": [asdict(miss) for miss in report.answers.misses],
+        "seconds": round(report.answers.seconds, 2),
     }
 
 
@@ -177,5 +197,38 @@ def show(report: Report, console: Console) -> None:
         for miss in best.misses:
             console.print(f"  {miss.id}: {miss.question}")
             console.print(f"    expected {', '.join(miss.expected)}; got {', '.join(miss.instead) or 'nothing'}")
+    if report.answers is not None:
+        _show_answers(report, console)
     for note in report.notes:
         console.print(f"[dim]{note}[/dim]")
+
+
+def _show_answers(report: Report, console: Console) -> None:
+    answers = report.answers
+    assert answers is not None
+    table = Table(
+        title=f"answers by {answers.provider}: shares that cite an expected note, cite only expected notes, and "
+        "contain the question's hint",
+        title_justify="left",
+    )
+    for column in ("questions", "cite expected", "only expected", "hint"):
+        table.add_column(column, justify="left" if column == "questions" else "right")
+
+    def row(label: str, scores: AnswerScores) -> list[str]:
+        hint = f"{scores.contains_hint:.2f} of {scores.hinted}" if scores.hinted else "-"
+        return [f"{label} ({scores.questions})", f"{scores.cites_expected:.2f}", f"{scores.only_expected:.2f}", hint]
+
+    table.add_row(*row("all", answers.overall))
+    if len(answers.per_kind) > 1:
+        for kind, scores in answers.per_kind.items():
+            table.add_row(*row(kind, scores))
+    console.print(table)
+    if answers.overall.failed:
+        console.print(f"[red]{answers.overall.failed} questions got no answer[/red] (see the misses)")
+    if answers.misses and len(answers.misses) <= 50:
+        console.print("[bold]Answers that missed[/bold] (no expected note cited, or the hint absent):")
+        for miss in answers.misses:
+            console.print(f"  {miss.id}: {miss.question}")
+            hint = f"; hint {miss.hint!r}" if miss.hint else ""
+            console.print(f"    expected {', '.join(miss.expected)}; cited {', '.join(miss.cited) or 'nothing'}{hint}")
+            console.print(f"    [dim]{' '.join(miss.answer.split())[:200]}[/dim]")

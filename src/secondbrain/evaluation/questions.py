@@ -11,7 +11,7 @@ from secondbrain.errors import InvalidInput
 from secondbrain.llm import ChatMessage
 
 # The keys of a question line the evaluation reads.
-QUESTION_KEYS = frozenset({"id", "question", "expected", "history", "kind"})
+QUESTION_KEYS = frozenset({"id", "question", "expected", "history", "kind", "answer_hint"})
 # Where a vault keeps its questions unless --qa names another file.
 DEFAULT_QA_FILE = Path(".secondbrain") / "eval.jsonl"
 
@@ -26,6 +26,8 @@ class Question:
     relevant: dict[str, int]
     history: tuple[ChatMessage, ...] = ()
     kind: str = "general"
+    # Words a right answer contains (`eval --answers`); empty when the question has none.
+    answer_hint: str = ""
 
 
 @dataclass
@@ -39,7 +41,7 @@ class QuestionSet:
 
 def load_qa(path: Path) -> QuestionSet:
     """Read a question file: one JSON object per line, `{"id", "question", "expected": [paths], "history"?,
-    "kind"?}`; other keys are ignored (and counted in `ignored`). Every problem names its line."""
+    "kind"?, "answer_hint"?}`; other keys are ignored (and counted in `ignored`). Every problem names its line."""
     if not path.is_file():
         raise InvalidInput(
             f"no question file at {path}: write one JSON object per line, such as "
@@ -85,8 +87,11 @@ def _question(raw: object, where: str, seen: set[str]) -> Question:
     kind = raw.get("kind", "general")
     if not isinstance(kind, str) or not kind:
         raise InvalidInput(f"{where}: 'kind' must be a non-empty string")
+    hint = raw.get("answer_hint", "")
+    if not isinstance(hint, str):
+        raise InvalidInput(f"{where}: 'answer_hint' must be a string (words a right answer contains)")
     relevant = {path: (2 if i == 0 else 1) for i, path in reversed(list(enumerate(expected)))}
-    return Question(qid, text.strip(), relevant, tuple(history), kind)
+    return Question(qid, text.strip(), relevant, tuple(history), kind, hint.strip())
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from secondbrain.config import Config, VaultConfig
 from secondbrain.db.database import connect
 from secondbrain.errors import InvalidInput
 from secondbrain.evaluation import metrics
+from secondbrain.evaluation.answers import AnswerReport
 from secondbrain.evaluation.questions import BeirDataset, Question, QuestionSet, note_path
 from secondbrain.evaluation.ranking import ARMS, ArmUnavailable, ChunkRanker, rank_notes
 
@@ -52,6 +53,8 @@ class Report:
     kinds: dict[str, int]
     arms: list[ArmResult]
     notes: list[str] = field(default_factory=list)
+    # `--answers`: the answers the chat service gave, measured.
+    answers: AnswerReport | None = None
 
 
 async def evaluate(ranker: ChunkRanker, questions: QuestionSet, arm_names: Sequence[str], progress: Progress) -> Report:

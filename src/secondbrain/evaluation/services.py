@@ -7,11 +7,13 @@ ranking, both reached through the callables here.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 from secondbrain.config import Config
 from secondbrain.db import Database
+from secondbrain.evaluation.answers import Answerer
 from secondbrain.evaluation.ranking import ChunkRanker
 
 
@@ -25,3 +27,6 @@ class EvalServices:
     sync_here: Callable[[Config, Path], Awaitable[object]]
     # Retrieval's ranking over the index in a database.
     open_ranker: Callable[[Config, Database], Awaitable[ChunkRanker]]
+    # The chat service answering questions (the running one, else one in this process), and which provider and
+    # model it answers with.
+    open_answerer: Callable[[Config], AbstractAsyncContextManager[tuple[Answerer, str]]]
