@@ -9,14 +9,19 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import httpx2
 
 from secondbrain.errors import ConfigError, Unavailable
 from secondbrain.gateway.envoy_config import GatewayLayout, render
+from secondbrain.jsonlog import current_format
 
-# Envoy's own log lines as JSON, like every other process of the system (%j escapes the message for JSON).
-LOG_FORMAT = '{"time":"%Y-%m-%dT%T.%eZ","level":"%l","service":"envoy","logger":"%n","message":"%j"}'
+# Envoy's own log lines in the format of every other process of the system: JSON (%j escapes the message for it;
+# Envoy writes local time, so %z gives its offset, +00:00 in UTC as the other processes write), or at a terminal the
+# short line of `secondbrain.jsonlog.TextFormatter` (local time, who, level, message).
+LOG_FORMAT = '{"time":"%Y-%m-%dT%T.%e%z","level":"%l","service":"envoy","logger":"%n","message":"%j"}'
+TEXT_LOG_FORMAT = "%T envoy    %-7l  %v"
 
 
 def envoy_binary() -> Path:
@@ -42,7 +47,9 @@ def validate(config_path: Path) -> None:
         raise ConfigError(f"Envoy rejects {config_path}: " + " ".join(reason[-3:]))
 
 
-def command(config_path: Path, log_level: str) -> list[str]:
+def command(config_path: Path, log_level: str, log_format: Literal["json", "text"] | None = None) -> list[str]:
+    """Envoy's command line; its log in `log_format`, by default the one this process's log is in."""
+    text = (log_format or current_format()) == "text"
     return [
         str(envoy_binary()),
         "-c",
@@ -55,7 +62,7 @@ def command(config_path: Path, log_level: str) -> list[str]:
         "--log-level",
         log_level,
         "--log-format",
-        LOG_FORMAT,
+        TEXT_LOG_FORMAT if text else LOG_FORMAT,
     ]
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from secondbrain.service.health_client import check_health
 from tests.command import run_secondbrain, secondbrain
+from tests.service.databases import other_database  # noqa: F401 - a fixture
 
 SERVICE_NAMES = {
     "ingest": "secondbrain.ingest.v1.IngestService",
@@ -153,6 +154,35 @@ async def test_a_command_served_in_process_meets_the_same_interceptors_as_a_runn
     assert refusal in in_process and "(RESOURCE_EXHAUSTED)" in in_process, in_process
     assert in_process.splitlines()[-1] == remote.splitlines()[-1]
     assert "Traceback" not in in_process and "fork" not in in_process
+
+
+async def test_a_command_of_another_database_does_not_use_the_running_service_and_says_so(
+    service_env: dict[str, str],
+    other_database: str,  # noqa: F811 - the fixture
+) -> None:
+    """`secondbrain eval --vault B` with B's own database, say, while a stack of vault A runs: the running service
+    says which database it serves, and a command configured for another one works in its own process."""
+    server = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "secondbrain", "serve", "retrieve", "--port", "0", env=service_env,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        address = f"127.0.0.1:{await _serving_port(server)}"
+        ours = {**service_env, "SECONDBRAIN_RETRIEVE_ADDRESS": address}
+        theirs = {**ours, "DATABASE_URL": other_database}
+        code, _, stderr = await run_secondbrain("search", "alpha", "--mode", "keyword", env=theirs)
+        assert code == 0, stderr
+        assert f"The running retrieve service at {address} serves another database; working in this process." in (
+            stderr
+        )
+        code, _, stderr = await run_secondbrain("search", "alpha", "--mode", "keyword", env=ours)
+        assert code == 0 and "in this process" not in stderr, stderr
+        health = secondbrain("health", "retrieve", "--address", address, env=theirs)
+        assert health.returncode == 0 and "SERVING  (another database)" in health.stdout, health.stdout
+        assert "another database" not in secondbrain("health", "retrieve", "--address", address, env=ours).stdout
+    finally:
+        server.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(server.wait(), 30)
 
 
 async def test_ask_answers_in_process_with_retrieve_started_beside_it(service_env: dict[str, str]) -> None:

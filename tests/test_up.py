@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import os
+import pty
 import re
 import signal
+import struct
 import sys
+import termios
+import time
 from pathlib import Path
 
 import httpx2
 import psutil
 import pytest
 
+from secondbrain.cli.supervisor import RunLogs
+from secondbrain.config import Settings
 from secondbrain.service.health_client import check_health
 from tests.gateway.conftest import parse_sse
 from tests.reliability.cluster import free_ports
@@ -111,6 +119,12 @@ async def test_up_indexes_the_vault_and_answers_a_question_through_the_gateway_w
     output = "".join(seen)
     assert f"indexing {vault}" in output and re.search(r"Synced \d+ files", output), output
     assert ", 0 failed" in output
+    # "Up" means ready for the first question: the vault indexed before it is said.
+    assert output.index("Synced") < output.index("secondbrain is up"), output
+    # Not a terminal: JSON lines, with no colour codes in them (uvicorn's), and the token warning every server
+    # would give said once, by `up`.
+    assert '"service": "shim"' in output and "\x1b" not in output and "\\u001b" not in output, output
+    assert output.count("SECONDBRAIN_API_TOKEN") == 1, output
     children = psutil.Process(process.pid).children(recursive=True)
 
     async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{ports['gateway']}", timeout=60) as client:
@@ -136,6 +150,110 @@ async def test_up_indexes_the_vault_and_answers_a_question_through_the_gateway_w
     assert re.search(r"Synced (\d+) files .*: 0 added, 0 updated, \1 unchanged", again), again
     process.send_signal(signal.SIGINT)
     assert await asyncio.wait_for(process.wait(), 60) == 0
+
+
+# -- at a terminal -------------------------------------------------------------------------------------------------
+
+
+class Terminal:
+    """A pseudo-terminal (120 columns), as a person's: what a process writes to it is read into `output`."""
+
+    def __init__(self) -> None:
+        self.master, self.slave = pty.openpty()
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        self.output = bytearray()
+        self.closed = False
+        self._more = asyncio.Event()
+        asyncio.get_running_loop().add_reader(self.master, self._read)
+
+    def _read(self) -> None:
+        try:
+            chunk = os.read(self.master, 65536)
+        except OSError:  # EIO: every process holding the terminal has closed it
+            chunk = b""
+        if not chunk:
+            self.closed = True
+            asyncio.get_running_loop().remove_reader(self.master)
+        self.output += chunk
+        self._more.set()
+
+    @property
+    def text(self) -> str:
+        return self.output.decode(errors="replace")
+
+    async def wait_for(self, marker: str, within: float = 120) -> None:
+        deadline = time.monotonic() + within
+        while marker not in self.text:
+            if self.closed or time.monotonic() > deadline:
+                raise AssertionError(f"no {marker!r} on the terminal:\n{self.text}")
+            self._more.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._more.wait(), 1)
+
+    def close(self) -> None:
+        if not self.closed:
+            asyncio.get_running_loop().remove_reader(self.master)
+        os.close(self.master)
+
+
+def _screen_lines(output: str) -> list[str]:
+    """The lines a person sees: colours and cursor codes left out, each progress-bar redraw (a carriage return)
+    a line of its own."""
+    plain = re.sub(r"\x1b\[[0-?]*[ -/]*[@-~]", "", output)
+    return [line for line in re.split(r"[\r\n]+", plain) if line.strip()]
+
+
+def test_at_a_terminal_the_servers_say_only_their_warnings_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for key in [key for key in os.environ if key.startswith("SECONDBRAIN_")]:
+        monkeypatch.delenv(key)
+    assert RunLogs.of(Settings(log_format="text")) == RunLogs(level="WARNING", format="text", said=("no-token",))
+    assert RunLogs.of(Settings(log_format="text", log_level="INFO")).level == "INFO"
+    assert RunLogs.of(Settings(log_format="json")).level == "INFO"
+    assert RunLogs.of(Settings(log_format="json", api_token="a-token-0123456789")).said == ()
+
+
+async def test_at_a_terminal_up_writes_text_and_says_it_is_up_once_the_vault_is_indexed(
+    service_env: dict[str, str],
+) -> None:
+    """At a terminal: short text lines from every process (at INFO here, so each writes some), the progress of the
+    index, then the banner; no JSON, and the token warning once."""
+    env = {key: value for key, value in service_env.items() if key != "SECONDBRAIN_LOG_FORMAT"}
+    env["SECONDBRAIN_LOG_LEVEL"] = "INFO"
+    names = (*GRPC, "shim", "gateway")
+    env.update({f"SECONDBRAIN_{name.upper()}_PORT": str(port) for name, port in zip(names, free_ports(5), strict=True)})
+    terminal = Terminal()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "secondbrain", "up", "--vault", str(DEMO_VAULT), env=env,
+        stdin=terminal.slave, stdout=terminal.slave, stderr=terminal.slave,
+    )  # fmt: skip
+    os.close(terminal.slave)
+    tree: list[psutil.Process] = []
+    try:
+        await terminal.wait_for("secondbrain is up")
+        tree = psutil.Process(process.pid).children(recursive=True)
+        await terminal.wait_for("Press Ctrl-C to stop")
+        lines = _screen_lines(terminal.text)
+        said = "\n".join(lines)
+        # Not even after a progress bar's redraw, on its line.
+        assert not re.search(r'\{"\w+": ?', said), said
+        for server in ("up", "ingest", "retrieve", "chat", "shim", "envoy"):
+            assert re.search(rf"^\d\d:\d\d:\d\d {server} +INFO +\S", said, re.MULTILINE), f"{server}:\n{said}"
+        synced = next(i for i, line in enumerate(lines) if line.startswith("Synced 12 files"))
+        up = lines.index("secondbrain is up:")
+        assert synced < up and "Press Ctrl-C to stop." in lines[up:], said
+        assert said.count("SECONDBRAIN_API_TOKEN") == 1, said
+        process.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(process.wait(), 60) == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        for child in tree:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
+        terminal.close()
 
 
 # -- the embedded PostgreSQL ends with the run, however the run ends ----------------------------------------------

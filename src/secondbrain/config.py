@@ -7,11 +7,13 @@ environment. `VaultConfig` is how a vault wants to be read and answered and trav
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import platformdirs
 from pydantic import (
@@ -104,7 +106,9 @@ class Settings(BaseSettings):
         description="Where a gRPC service serves Prometheus metrics over HTTP (/metrics); unset: its gRPC port + 1000.",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    log_format: Literal["json", "text"] = "json"
+    log_format: Literal["auto", "json", "text"] = Field(
+        default="auto", description="auto: short text lines when stderr is a terminal, else one JSON object a line."
+    )
     shutdown_grace_seconds: float = Field(
         default=10.0, gt=0, le=300, description="How long in-flight streams may run on after SIGTERM."
     )
@@ -119,6 +123,18 @@ class Settings(BaseSettings):
     @property
     def embedded_pgdata(self) -> Path:
         return self.data_dir / "postgres"
+
+    @property
+    def database_identity(self) -> str:
+        """A short name of the database this configuration uses, the same in every process configured alike: a
+        server tells it to callers, so a command configured for another database does not use that server. A hash,
+        since a health check is open to anyone who reaches the port and a URL names hosts and users."""
+        if self.database_url is None:
+            # The embedded server is its data directory, wherever the process was started from.
+            named = f"embedded:{self.data_dir.resolve()}"
+        else:
+            named = f"url:{_normalised_database_url(self.database_url)}"
+        return hashlib.sha256(named.encode()).hexdigest()[:16]
 
     @field_validator("cors_origins", mode="before")
     @classmethod
@@ -176,6 +192,22 @@ class Settings(BaseSettings):
         """host:port where `service` is reached: its configured address, else SECONDBRAIN_HOST and its port."""
         explicit = {"ingest": self.ingest_address, "retrieve": self.retrieve_address, "chat": self.chat_address}
         return explicit.get(service) or f"{self.host}:{self.port_for(service)}"
+
+
+def _normalised_database_url(url: str) -> str:
+    """`user@host:port/database` of a PostgreSQL URL: one server and database however the URL is written (either
+    scheme, host case, the default port, libpq's query parameters), the password and connection options left out."""
+    parts = urlsplit(url)
+    query = {key: values[0] for key, values in parse_qs(parts.query).items()}
+    try:
+        port = str(parts.port or query.get("port") or 5432)
+    except ValueError:  # not one port (libpq's host1:5432,host2:5433, say): the addresses as written
+        return f"{parts.username or ''}@{parts.netloc.rpartition('@')[2]}{parts.path}"
+    # A socket directory (?host=/run/postgresql) is a path, whose case counts; urlsplit lowercases a hostname.
+    host = query.get("host") or parts.hostname or "localhost"
+    user = unquote(parts.username or query.get("user", ""))
+    database = unquote(parts.path.lstrip("/")) or query.get("dbname") or user
+    return f"{user}@{host}:{port}/{database}"
 
 
 class _Section(BaseModel):

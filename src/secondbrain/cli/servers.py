@@ -25,6 +25,22 @@ class Server(StrEnum):
     envoy = "envoy"
 
 
+class LogFormat(StrEnum):
+    auto = "auto"
+    json = "json"
+    text = "text"
+
+
+LogFormatOption = Annotated[
+    LogFormat | None,
+    typer.Option(
+        "--log-format",
+        help="auto: short text lines at a terminal, else one JSON object a line; default SECONDBRAIN_LOG_FORMAT.",
+        show_default=False,
+    ),
+]
+
+
 def serve(
     service: Annotated[Server, typer.Argument(help="Which server to run.")],
     port: Annotated[
@@ -36,6 +52,7 @@ def serve(
     ] = None,
     host: Annotated[str | None, typer.Option(help="Address to bind; default SECONDBRAIN_HOST (127.0.0.1).")] = None,
     vault: VaultOption = None,
+    log_format: LogFormatOption = None,
 ) -> None:
     """Run one server until SIGTERM or Ctrl-C.
 
@@ -48,11 +65,11 @@ def serve(
         from secondbrain.gateway.server import main_envoy
 
         with errors_as_messages():
-            main_envoy(config_with(host=host, vault=vault), port)
+            main_envoy(config_with(host=host, vault=vault, log_format=log_format), port)
         return
 
     async def go() -> None:
-        config = config_with(host=host, vault=vault)
+        config = config_with(host=host, vault=vault, log_format=log_format)
         if service is Server.shim:
             from secondbrain.gateway.server import main_shim
 
@@ -97,16 +114,18 @@ def gateway_config(
         typer.echo(f"wrote {output} (Envoy accepts it)", err=True)
 
 
-def up(vault: VaultOption = None) -> None:
+def up(vault: VaultOption = None, log_format: LogFormatOption = None) -> None:
     """Run the whole system, supervised, until Ctrl-C.
 
-    Prepares the database first, starts ingest, retrieve and chat, then the REST shim and Envoy, waits until each
-    is ready, and prints their addresses: open the gateway's in a browser. If one of them dies, everything stops
-    and the message says which.
+    Prepares the database first, starts ingest, retrieve and chat, then the REST shim and Envoy, indexes the vault
+    (with a progress bar) and waits for the embedding model to load; then prints their addresses: open the
+    gateway's in a browser. At a terminal the servers log short text lines, warnings only unless
+    SECONDBRAIN_LOG_LEVEL is set; elsewhere one JSON object a line. If one of them dies, everything stops and the
+    message says which.
     """
     from secondbrain.cli import supervisor
 
-    code = run(supervisor.run(config_with(vault=vault)))
+    code = run(supervisor.run(config_with(vault=vault, log_format=log_format)))
     raise typer.Exit(code)
 
 
@@ -116,9 +135,10 @@ def health(
 ) -> None:
     """Ask running services whether they are serving (the standard gRPC health check).
 
-    Exits 0 only when every service checked reports SERVING.
+    Exits 0 only when every service checked reports SERVING. A service of another database than this
+    configuration's (which other commands therefore do not use) is marked so.
     """
-    from secondbrain.service.health_client import check_health
+    from secondbrain.service.health_client import health_of
 
     async def go() -> bool:
         settings = config_with().settings
@@ -126,9 +146,10 @@ def health(
         healthy = True
         for name in names:
             target = address or settings.address_of(name.value)
-            status = await check_health(target)
-            typer.echo(f"{name.value:<9} {target:<22} {status}")
-            healthy = healthy and status == "SERVING"
+            health = await health_of(target)
+            other = health.database not in (None, settings.database_identity)
+            typer.echo(f"{name.value:<9} {target:<22} {health.status}" + ("  (another database)" if other else ""))
+            healthy = healthy and health.status == "SERVING"
         return healthy
 
     if not run(go()):

@@ -4,6 +4,9 @@ Either way the command holds a stub on a gRPC channel and makes the same calls: 
 free loopback port and serves them through every interceptor a running service has (the token check, the request
 limits, error mapping, observation). So `secondbrain ingest ~/notes` works with nothing started, behaves as it would
 against a running stack, and the same command talks to a running stack without a flag.
+
+A running service is used only when it serves the command's own database (its health check says which): a
+command configured for another vault's data works in its own process rather than on someone else's index.
 """
 
 from __future__ import annotations
@@ -18,11 +21,11 @@ from typing import Any, TypeVar
 import grpc
 from rich.console import Console
 
-from secondbrain.config import Config
+from secondbrain.config import Config, Settings
 from secondbrain.db import Database
 from secondbrain.errors import InvalidInput
 from secondbrain.service.auth import open_channel
-from secondbrain.service.health_client import check_health
+from secondbrain.service.health_client import Health, health_of
 from secondbrain.service.observe import RPC_IN_FLIGHT
 from secondbrain.service.registry import SERVICES
 from secondbrain.service.runner import ServiceDeps
@@ -45,8 +48,16 @@ async def streaming(call: Any) -> AsyncIterator[Any]:
         call.cancel()
 
 
-async def _serving(service: str, address: str) -> bool:
-    return await check_health(address, SERVICES[service].grpc_name, rpc_timeout=1.0) == "SERVING"
+async def _running(service: str, address: str) -> Health | None:
+    """The health of the `service` serving at `address`; None when none is serving there."""
+    health = await health_of(address, SERVICES[service].grpc_name, rpc_timeout=1.0)
+    return health if health.status == "SERVING" else None
+
+
+def _serves_ours(health: Health, settings: Settings) -> bool:
+    """Whether the server serves the database `settings` names. One that does not say (older than the header)
+    is taken to, as before the header."""
+    return health.database is None or health.database == settings.database_identity
 
 
 @contextlib.asynccontextmanager
@@ -59,18 +70,27 @@ async def connect(
     *,
     doing: str = "working",
 ) -> AsyncIterator[Stub]:
-    """A stub of the running `service` (at `address`, else its configured one), or, when none answers there, of one
-    started in this process; `console` says which ("No ingest service at ...; working in this process."). With
-    `address` given, only the service there will do."""
+    """A stub of the running `service` (at `address`, else its configured one), or, when none answers there or the
+    one there serves another database, of one started in this process; `console` says which ("No ingest service at
+    ...; working in this process."). With `address` given, only the service there will do, whatever its database:
+    the caller chose it (a stack elsewhere, reached through a tunnel, has a database URL of its own)."""
     settings = config.settings
     target = address or settings.address_of(service)
-    if await _serving(service, target):
+    running = await _running(service, target)
+    if running is not None and (address or _serves_ours(running, settings)):
         async with open_channel(target, settings.token) as channel:
             yield stub_class(channel)
         return
     if address:
         raise InvalidInput(f"no {service} service answers at {address}")
-    console.print(f"[dim]No {service} service at {target}; {doing} in this process.[/dim]")
+    # One line however narrow the console (a pipe is 80 columns): a terminal wraps it, a log keeps it whole.
+    if running is None:
+        console.print(f"[dim]No {service} service at {target}; {doing} in this process.[/dim]", soft_wrap=True)
+    else:
+        console.print(
+            f"[dim]The running {service} service at {target} serves another database; {doing} in this process.[/dim]",
+            soft_wrap=True,
+        )
     async with in_process(config, service, stub_class) as stub:
         yield stub
 
@@ -114,7 +134,9 @@ async def _start(config: Config, db: Database, service: str, servers: contextlib
     called = {}
     for name in SERVICES[service].calls:
         target = settings.address_of(name)
-        called[f"{name}_address"] = target if await _serving(name, target) else await _start(config, db, name, servers)
+        # A running one of another database would answer from that database's notes: started here instead.
+        usable = (health := await _running(name, target)) is not None and _serves_ours(health, settings)
+        called[f"{name}_address"] = target if usable else await _start(config, db, name, servers)
     if called:
         config = dataclasses.replace(config, settings=settings.model_copy(update=called))
     running = await SERVICES[service].server().create_server(f"{LOOPBACK}:0", ServiceDeps(config, db), one_command=True)

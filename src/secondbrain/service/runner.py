@@ -10,7 +10,7 @@ from secondbrain.config import Config
 from secondbrain.db import Database
 from secondbrain.jsonlog import configure_logging
 from secondbrain.service.observe import start_metrics_server
-from secondbrain.service.server import RunningServer, run_until_stopped
+from secondbrain.service.server import SERVED_DATABASE, RunningServer, run_until_stopped
 from secondbrain.service.tracing import configure_tracing
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,8 @@ async def serve(service: str, config: Config, create_server: CreateServer, port:
     db = await Database.open(settings)
     address = f"{settings.host}:{settings.port_for(service) if port is None else port}"
     deps = ServiceDeps(config=config, db=db)
+    # Its health checks say which database it serves, so a command configured for another one does not use it.
+    SERVED_DATABASE.set(settings.database_identity)
     if settings.token is None:
         log.warning("no SECONDBRAIN_API_TOKEN: listening on loopback only", extra={"address": address})
     grpc_port = settings.port_for(service) if port is None else port

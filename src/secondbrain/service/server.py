@@ -10,6 +10,7 @@ import asyncio
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from secondbrain.errors import Unavailable
 from secondbrain.service.auth import TokenInterceptor
 from secondbrain.service.error_mapping import ErrorMappingInterceptor
+from secondbrain.service.handlers import Behaviour, HandlerInterceptor, with_behaviour
+from secondbrain.service.health_client import DATABASE_HEADER
 from secondbrain.service.limits import MAX_RESPONSE_BYTES, server_request_limit
 from secondbrain.service.observe import ObserveInterceptor
 from secondbrain.service.reflection import enable_reflection
@@ -27,6 +30,12 @@ log = logging.getLogger(__name__)
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+HEALTH_CHECK = "/grpc.health.v1.Health/Check"
+
+# The database the servers built in this context serve (`Settings.database_identity`), which their health checks
+# tell callers: a CLI command uses a running service only when it serves the command's own database. Set by what
+# runs a service (`runner.serve`); each service's own `create_server` knows nothing of it. None: not told.
+SERVED_DATABASE: ContextVar[str | None] = ContextVar("secondbrain_served_database", default=None)
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,8 @@ async def build_server(address: str, bindings: Sequence[ServiceBinding], api_tok
     # Observation is outermost, so refused calls are counted too; then the token check, so a refused call never
     # reaches a handler; then the mapping of errors to statuses.
     interceptors: list[grpc.aio.ServerInterceptor] = [ObserveInterceptor()]
+    if (database := SERVED_DATABASE.get()) is not None:
+        interceptors.append(DatabaseHeaderInterceptor(database))
     if api_token:
         interceptors.append(TokenInterceptor(api_token))
     server = grpc.aio.server(
@@ -101,6 +112,25 @@ async def build_server(address: str, bindings: Sequence[ServiceBinding], api_tok
     # Until start() says otherwise, a health check reports the service as not ready.
     await running.set_status(NOT_SERVING)
     return running
+
+
+class DatabaseHeaderInterceptor(HandlerInterceptor):
+    """Answers every health check with the database this server serves, in initial metadata (DATABASE_HEADER)."""
+
+    def __init__(self, database: str) -> None:
+        self._metadata = ((DATABASE_HEADER, database),)
+
+    def wrap(self, handler: grpc.RpcMethodHandler, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        if details.method != HEALTH_CHECK:
+            return handler
+        return with_behaviour(handler, unary=self._telling, stream=lambda behaviour: behaviour)
+
+    def _telling(self, behaviour: Behaviour) -> Behaviour:
+        async def check(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            await context.send_initial_metadata(self._metadata)
+            return await behaviour(request, context)
+
+        return check
 
 
 async def run_until_stopped(
