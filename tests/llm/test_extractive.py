@@ -7,8 +7,9 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from secondbrain.llm import ChatMessage, ChatRequest, SourcePassage, TextDelta, Usage
+from secondbrain.llm import ChatMessage, ChatRequest, SourcePassage, TextDelta, Usage, extractive
 from secondbrain.llm.extractive import PREAMBLE, ExtractiveProvider, best_sentences, is_about_the_vault
+from secondbrain.llm.quote_words import identifiers
 
 PASSAGES = [
     SourcePassage(1, "Garden > Tomatoes\n\nWater tomatoes every morning in July. Mulch keeps the soil moist."),
@@ -32,7 +33,7 @@ async def answer(question: str, passages: list[SourcePassage]) -> tuple[str, Usa
 async def test_quotes_the_matching_sentence_with_its_number() -> None:
     text, usage = await answer("Which vector store did we choose?", PASSAGES)
     assert text.startswith(PREAMBLE)
-    assert "We chose PostgreSQL with pgvector as the vector store. [2]" in text
+    assert "> We chose PostgreSQL with pgvector as the vector store. It runs anywhere. [2]" in text
     assert "tomatoes" not in text.lower()
     assert usage.model == "extractive" and usage.output_tokens > 0
 
@@ -51,8 +52,7 @@ async def test_no_passages_says_so() -> None:
 
 def test_headings_and_prefixes_are_not_quoted() -> None:
     passage = SourcePassage(1, "Plan > Storage\n\n# Storage choice\n\nStorage is PostgreSQL because storage matters.")
-    quoted = [s.text for s in best_sentences("storage", [passage])]
-    assert quoted == ["Storage is PostgreSQL because storage matters."]
+    assert [s.text for s in best_sentences("storage", [passage])] == ["Storage is PostgreSQL because storage matters."]
 
 
 KITCHEN = SourcePassage(
@@ -93,14 +93,25 @@ Ask the chat things like "When do I water the tomatoes?" or "What did we decide 
 )
 
 
+def chosen(question: str, passages: list[SourcePassage], earlier: list[str] | None = None) -> list[str]:
+    """The statements chosen for the question's words, without the context each is quoted with."""
+    return [quote.unit.text for quote in best_sentences(question, passages, earlier or []) if quote.unit is not None]
+
+
 def quoted(question: str, passages: list[SourcePassage], earlier: list[str] | None = None) -> list[str]:
-    return [sentence.text for sentence in best_sentences(question, passages, earlier or [])]
+    """What the answer quotes: each chosen statement with its context."""
+    return [quote.text for quote in best_sentences(question, passages, earlier or [])]
 
 
 def test_a_hard_wrapped_paragraph_is_quoted_in_whole_sentences() -> None:
-    assert quoted("When can Rui start the electrics?", [JOURNAL]) == ["Rui can start the electrics on 3 February."]
-    assert quoted("tile the ceiling", [JOURNAL]) == [
+    assert chosen("When can Rui start the electrics?", [JOURNAL]) == ["Rui can start the electrics on 3 February."]
+    assert chosen("tile the ceiling", [JOURNAL]) == [
         "We agreed to tile only behind the hob and the sink, not up to the ceiling: it saves about 600 euros."
+    ]
+    # Quoted with the rest of its short paragraph, lines joined.
+    assert quoted("When can Rui start the electrics?", [JOURNAL]) == [
+        "Marta and I measured the kitchen wall again. We agreed to tile only behind the hob and the sink, not up to "
+        "the ceiling: it saves about 600 euros. Rui can start the electrics on 3 February."
     ]
 
 
@@ -125,9 +136,9 @@ def test_a_table_row_is_quoted_whole_and_read_with_its_header() -> None:
 
 def test_words_match_on_their_stems() -> None:
     garden = SourcePassage(1, "We watered the seedlings daily. Decided on raised beds in January.", "Garden")
-    assert quoted("How often is watering needed?", [garden]) == ["We watered the seedlings daily."]
-    assert quoted("What was the decision?", [garden]) == ["Decided on raised beds in January."]
-    assert quoted("And what about the tiles?", [KITCHEN, JOURNAL]) == [
+    assert chosen("How often is watering needed?", [garden]) == ["We watered the seedlings daily."]
+    assert chosen("What was the decision?", [garden]) == ["Decided on raised beds in January."]
+    assert chosen("And what about the tiles?", [KITCHEN, JOURNAL]) == [
         "We agreed to tile only behind the hob and the sink, not up to the ceiling: it saves about 600 euros."
     ]
 
@@ -136,15 +147,27 @@ def test_quotes_cover_the_question_without_repeats_or_filler() -> None:
     notes = SourcePassage(
         1,
         "The greenhouse heater runs on propane. The greenhouse was built in 2019. The greenhouse is 4 m long.\n\n"
-        "Propane is delivered by Gaz Nord every March.",
+        "## Fuel\n\nPropane is delivered by Gaz Nord every March.",
         "Greenhouse",
     )
     copy = SourcePassage(2, "The greenhouse heater runs on propane, they say.", "Copied note")
-    # One quote covers greenhouse and heater; the other greenhouse sentences add nothing; the copy repeats it; the
-    # delivery sentence adds "delivered".
-    assert quoted("Who delivers the propane for the greenhouse heater?", [notes, copy]) == [
+    question = "Who delivers the propane for the greenhouse heater?"
+    # One statement covers greenhouse and heater; the other greenhouse sentences add nothing; the copy repeats it;
+    # the delivery sentence adds "delivered".
+    assert chosen(question, [notes, copy]) == [
         "The greenhouse heater runs on propane.",
         "Propane is delivered by Gaz Nord every March.",
+    ]
+    # The first is quoted with the rest of its short paragraph.
+    assert quoted(question, [notes, copy]) == [
+        "The greenhouse heater runs on propane. The greenhouse was built in 2019. The greenhouse is 4 m long.",
+        "Propane is delivered by Gaz Nord every March.",
+    ]
+    # In one section, the second statement is the first one's context: one quote, nothing said twice.
+    together = SourcePassage(1, notes.text.replace("## Fuel\n\n", ""), "Greenhouse")
+    assert quoted(question, [together, copy]) == [
+        "The greenhouse heater runs on propane. The greenhouse was built in 2019. The greenhouse is 4 m long.\n\n"
+        "Propane is delivered by Gaz Nord every March."
     ]
     # A question of three words or more is not answered by a passage the search ranked lower that shares one word.
     beds = SourcePassage(2, "The basil needs less water unless it is very hot.", "Vegetable Beds")
@@ -173,7 +196,7 @@ def test_open_questions_and_what_was_already_quoted_come_last() -> None:
     assert quoted("Tiles up to the ceiling?", [KITCHEN]) == [
         "Whether to tile up to the ceiling or only behind the hob. See [[Journal/2026-01-20]]."
     ]
-    assert quoted("Tiles up to the ceiling?", [KITCHEN, JOURNAL]) == [
+    assert chosen("Tiles up to the ceiling?", [KITCHEN, JOURNAL]) == [
         "We agreed to tile only behind the hob and the sink, not up to the ceiling: it saves about 600 euros."
     ]
     lisbon = SourcePassage(
@@ -185,13 +208,158 @@ def test_open_questions_and_what_was_already_quoted_come_last() -> None:
     assert quoted("How much is the flat costing us?", [lisbon], [f"> {first[0]} [1]"]) == [
         "About 1,600 euros, the flat is 820."
     ], "a follow-up is not answered with the quote it already had"
+    # Nor is what it already had quoted again as the context of a new quote.
+    stay = SourcePassage(1, "Lisbon Trip\n\nWe stay in a flat in Alfama. The flat costs 820 euros for the week.")
+    assert quoted("How much does the flat cost?", [stay]) == [
+        "We stay in a flat in Alfama. The flat costs 820 euros for the week."
+    ]
+    assert quoted("How much does the flat cost?", [stay], ["> We stay in a flat in Alfama. [1]"]) == [
+        "The flat costs 820 euros for the week."
+    ]
 
 
-def test_code_is_not_quoted() -> None:
+def test_code_is_not_chosen_and_link_definitions_are_not_statements() -> None:
     passage = SourcePassage(
         1, "Backups\n\n```sh\nrestic backup --repo nas:/backups\n```\n\nBackups run nightly to the NAS."
     )
     assert quoted("How do backups reach the NAS?", [passage]) == ["Backups run nightly to the NAS."]
+    links = SourcePassage(1, "Backups run nightly.\n\n[restic docs]: https://restic.readthedocs.io/backups/nightly")
+    assert chosen("restic backups nightly docs", [links]) == ["Backups run nightly."]
+
+
+def test_the_search_order_is_evidence() -> None:
+    rye = SourcePassage(1, "Feed the starter with rye flour every evening.", "Starter")
+    wheat = SourcePassage(2, "Feed the starter with wheat flour every morning.", "Bread")
+    # Both say the same words of the question: the one of the passage the search ranked higher is quoted.
+    assert chosen("What flour do I feed the starter?", [rye, wheat]) == [rye.text]
+    assert chosen("What flour do I feed the starter?", [wheat, rye]) == [wheat.text]
+    # The first quote comes from [1] when a sentence of [1] answers, though [2] says more of the question.
+    bakes = SourcePassage(1, "Bakes happen on Saturday mornings.", "Bread")
+    fridge = SourcePassage(2, "The rye starter keeps for a week in the fridge between bakes.", "Starter")
+    question = "How long does the rye starter keep in the fridge between bakes?"
+    assert chosen(question, [bakes, fridge]) == [bakes.text, fridge.text]
+    assert chosen(question, [fridge, bakes]) == [fridge.text]
+
+
+def test_a_later_quote_that_adds_little_is_left_out() -> None:
+    heater = SourcePassage(1, "The greenhouse heater runs on propane from Gaz Nord, refilled each March.", "Greenhouse")
+    paint = SourcePassage(8, "The greenhouse is painted green every summer.", "Paint")
+    cats = [SourcePassage(n, f"Unrelated note number {n} about cats.", f"Cats {n}") for n in range(2, 8)]
+    question = "Who refills the propane of the greenhouse heater, and is it painted?"
+    # Ranked second, the sentence on paint is worth its one new word; ranked eighth, next to a first quote that
+    # answers most of the question, it is filler.
+    assert chosen(question, [heater, paint]) == [heater.text, paint.text]
+    assert chosen(question, [heater, *cats, paint]) == [heater.text]
+
+
+def test_a_sentence_is_quoted_with_the_sentences_around_it_that_speak_of_the_question() -> None:
+    long_sentence = "The museum has " + ", ".join(f"room {n} with paintings" for n in range(1, 12)) + "."
+    passage = SourcePassage(
+        1,
+        f"Visit\n\nThe Gulbenkian museum opens at ten. {long_sentence} The museum is closed on Tuesdays.\n\n"
+        "The garden around it is free. Coffee is good there.",
+        "Lisbon Trip",
+    )
+    # The paragraph is too long to quote whole: the chosen sentence comes with its neighbours that also say "museum",
+    # up to the window's size, and nothing of the next paragraph, which does not.
+    [quote] = quoted("When is the museum closed?", [passage])
+    assert quote.endswith("The museum is closed on Tuesdays."), quote
+    assert "garden" not in quote
+    assert len(quote) <= extractive.WINDOW_CHARS
+
+
+def test_overlapping_chunks_of_a_note_are_not_quoted_twice() -> None:
+    installed = "The boiler was installed in 2015 by a firm from Porto that has since closed its doors for good, sadly."
+    serviced = "The boiler is serviced every October."
+    first = SourcePassage(
+        1,
+        f"Boiler\n\n{installed} The boiler pressure should stay near 1.5 bar. {serviced}",
+        "Boiler",
+        "House/Boiler.md",
+    )
+    # The next chunk of the same note starts with the last sentence of the first (the chunks overlap).
+    second = SourcePassage(2, f"{serviced} The boiler service costs 90 euros.", "Boiler", "House/Boiler.md")
+    assert quoted("What does the boiler service cost and when is the boiler serviced?", [first, second]) == [
+        f"{installed} The boiler pressure should stay near 1.5 bar. {serviced}",
+        "The boiler service costs 90 euros.",
+    ]
+
+
+def test_a_sentence_ending_with_a_colon_is_quoted_with_what_it_introduces() -> None:
+    notes = SourcePassage(
+        1,
+        "Lists\n\nA linked list is built with an enum and a box:\n\n```rust\nenum List {\n    Cons(u32, Box<List>),\n"
+        "    Nil,\n}\n```\n\nThe packing list has three things:\n\n- shoes for the hills\n- a rain jacket\n"
+        "- the travel adapter",
+        "Notes",
+    )
+    [quote] = best_sentences("How is a linked list built?", [notes])
+    assert quote.text == "A linked list is built with an enum and a box:"
+    assert quote.code == "enum List {\n    Cons(u32, Box<List>),\n    Nil,\n}" and quote.language == "rust"
+    assert quoted("What is on the packing list?", [notes]) == [
+        "The packing list has three things:\n\n- shoes for the hills\n- a rain jacket\n- the travel adapter"
+    ]
+    # A list item ending with a colon introduces the items nested under it, and only those.
+    settings = SourcePassage(
+        1,
+        "- **Sync options** are these:\n  - sync runs every five minutes\n  - sync pauses on metered networks\n"
+        "- Themes are elsewhere.",
+        "Settings",
+    )
+    assert quoted("What sync options are there?", [settings]) == [
+        "- **Sync options** are these:\n  - sync runs every five minutes\n  - sync pauses on metered networks"
+    ]
+    # Code too long to read in an answer is not quoted, and never cut.
+    long_code = "\n".join(f"let x{n} = {n};" for n in range(40))
+    long = SourcePassage(1, f"A linked list is built with an enum and a box:\n\n```rust\n{long_code}\n```", "Notes")
+    [quote] = best_sentences("How is a linked list built?", [long])
+    assert quote.code == "" and quote.text == "A linked list is built with an enum and a box:"
+
+
+async def test_introduced_code_is_fenced_inside_the_quote() -> None:
+    notes = SourcePassage(
+        1, "A linked list is built with an enum and a box:\n\n```rust\nenum List { Cons(u32, Box<List>), Nil }\n```"
+    )
+    text, _ = await answer("How is a linked list built?", [notes])
+    assert text.removeprefix(PREAMBLE).endswith(
+        "\n> A linked list is built with an enum and a box: [1]\n>\n> ```rust\n"
+        "> enum List { Cons(u32, Box<List>), Nil }\n> ```\n"
+    ), text
+
+
+def test_a_how_to_question_gets_the_whole_numbered_list_of_steps() -> None:
+    help_note = SourcePassage(
+        1,
+        "Sync\n\n## Set up sync on a new phone\n\n1. Install the app on the phone.\n2. Open settings and choose the "
+        "sync tab.\n3. Sign in with your account.\n4. Pick the vault to sync.\n\n## Options\n\n- Sync runs every "
+        "five minutes on the phone.\n- Sync pauses on a metered network.",
+        "Sync",
+    )
+    assert quoted("How do I set up sync on my phone?", [help_note]) == [
+        "1. Install the app on the phone.\n2. Open settings and choose the sync tab.\n3. Sign in with your account."
+        "\n4. Pick the vault to sync."
+    ]
+    # Not a how-to question, or not a numbered list: the item alone.
+    assert quoted("Which tab of the settings is sync on?", [help_note]) == ["Open settings and choose the sync tab."]
+    assert quoted("How do I stop sync pausing on a metered network?", [help_note]) == [
+        "Sync pauses on a metered network."
+    ]
+
+
+def test_the_questions_code_is_matched_as_written() -> None:
+    assert identifiers("How do I get the {:#?} output, not {:?}?") == ["{:#?}", "{:?}"]
+    assert identifiers("use Role::*; so `Role::Student` works") == ["role::student", "role::*"]
+    assert identifiers("what about into_iter() and (5u32,) and x.iter()?") == ["into_iter()", "(5u32,)", "x.iter()"]
+    # Words with a hyphen or an apostrophe, a letter before a colon and brackets around words are not code.
+    assert identifiers("Is the multi-line version Rust's default (or not)? P: yes") == []
+    debug = SourcePassage(
+        1,
+        "Debug\n\nDerived `Debug` output is compact. Rust also provides pretty printing with `{:#?}`.\n\n"
+        "Every type in the standard library is printable with `{:?}` too.",
+        "Debug",
+    )
+    # "?" inside inline code does not make a sentence a question, and the identifier picks the sentence.
+    assert chosen("How do I pretty print with {:#?}", [debug]) == ["Rust also provides pretty printing with `{:#?}`."]
 
 
 async def test_nothing_matching_says_so_and_names_the_closest_notes() -> None:
@@ -220,7 +388,8 @@ def words(text: str) -> str:
 @given(st.text(max_size=200), st.lists(st.text(max_size=300), max_size=5))
 def test_never_fails_and_cites_only_given_numbers(question: str, texts: list[str]) -> None:
     passages = [SourcePassage(n, text) for n, text in enumerate(texts, start=1)]
-    for sentence in best_sentences(question, passages):
-        assert 1 <= sentence.number <= len(passages)
+    for quote in best_sentences(question, passages):
+        assert 1 <= quote.number <= len(passages)
         # The note's own words, in its order: lines joined and markers dropped, nothing added.
-        assert words(sentence.text) in words(passages[sentence.number - 1].text)
+        assert words(quote.text) in words(passages[quote.number - 1].text)
+        assert not quote.code or words(quote.code) in words(passages[quote.number - 1].text)
