@@ -252,7 +252,7 @@ async def test_with_no_keys_the_extractive_provider_answers_with_citations(stack
     conversation_id, events = await stack.ask(QUESTION)
     assert kinds(events)[0] == "sources" and kinds(events)[-1] == "done"
     answer = text_of(events)
-    assert "quoting" in answer and "Water the tomatoes every morning before nine. [1]" in answer
+    assert "quoting" in answer and "> Water the tomatoes every morning before nine." in answer and "[1]" in answer
     assert events[-1].done.provider == "extractive"
     stored = (await stack.get(conversation_id)).messages[1]
     assert stored.content == answer and stored.status == pb.MESSAGE_STATUS_COMPLETE
