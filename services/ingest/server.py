@@ -39,7 +39,8 @@ def build_ingestor(config: Config, db: Database, env: Mapping[str, str] | None =
             catalog.check(provider, section.context_model or catalog.presets.providers[provider].default_model)
             model = section.context_model or catalog.presets.providers[provider].default_model
             contextualizer = Contextualizer(catalog.provider(provider), model)
-    return Ingestor(db, create_embedder(section, env), config.vault.ingest, contextualizer)
+    embedder = create_embedder(section, env, data_dir=config.settings.data_dir)
+    return Ingestor(db, embedder, config.vault.ingest, contextualizer)
 
 
 async def create_server(

@@ -231,6 +231,12 @@ class EmbeddingSection(_Section):
     model: str | None = Field(default=None, description="None takes the provider's default model.")
     batch_size: int = Field(default=32, ge=1, le=2048)
     concurrency: int = Field(default=2, ge=1, le=32, description="Embedding requests in flight at once.")
+    runtime: Literal["torch", "onnx", "onnx-int8"] = Field(
+        default="torch",
+        description="How the local model runs (local provider only): torch; onnx, an ONNX Runtime export of the same "
+        "weights, made once into the data directory, whose vectors match torch's; onnx-int8, quantized, faster, and "
+        "counted as another model (switching to or from it re-embeds the index).",
+    )
     contextualize: bool = Field(default=False, description="Write one line of LLM context per chunk before embedding.")
     context_provider: str | None = Field(default=None, description="None takes the chat default provider.")
     context_model: str | None = None

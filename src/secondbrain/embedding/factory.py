@@ -4,14 +4,18 @@ Vendor modules import their SDKs (torch, openai, httpx2), so only the one in use
 come from the providers' table the chat providers use too (TOGETHER_API_KEY/TOGETHER_BASE_URL, OPENAI_API_KEY/
 OPENAI_BASE_URL, OLLAMA_URL), so one variable points both at the same place. A remote provider without its key is
 refused here, at start, naming the variable, rather than on the first chunk of an ingest run.
+
+The local embedder's ONNX runtimes cache their export under `models/` in the data directory: the one passed in, else
+SECONDBRAIN_DATA_DIR of `env`, else the default (the same resolution as `Settings.data_dir`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
-from secondbrain.config import EmbeddingSection
+from secondbrain.config import ENV_PREFIX, EmbeddingSection, default_data_dir
 from secondbrain.embedding.base import Embedder
 from secondbrain.embedding.models import lookup
 from secondbrain.embedding.remote import BatchOptions
@@ -20,20 +24,31 @@ from secondbrain.providers import RetryPolicy, endpoints
 
 
 def create_embedder(
-    section: EmbeddingSection, env: Mapping[str, str] | None = None, *, retry: RetryPolicy | None = None
+    section: EmbeddingSection,
+    env: Mapping[str, str] | None = None,
+    *,
+    retry: RetryPolicy | None = None,
+    data_dir: Path | None = None,
 ) -> Embedder:
     """A ready-to-call embedder for `section` (nothing is loaded or contacted yet).
 
-    `env` defaults to the process environment; `retry` to the shared policy (tests pass a fast one).
+    `env` defaults to the process environment; `retry` to the shared policy (tests pass a fast one); `data_dir` is
+    where a local ONNX runtime caches its export (see the module).
     Raises ConfigError for a local model that is not the bundled one, FailedPrecondition for a missing key.
     """
+    env = os.environ if env is None else env
     spec = lookup(section.provider, section.model)
     if spec.provider == "local":
         from secondbrain.embedding.local import LocalEmbedder
 
-        return LocalEmbedder(spec, batch_size=section.batch_size)
+        if data_dir is None:
+            configured = env.get(f"{ENV_PREFIX}DATA_DIR")
+            data_dir = Path(configured) if configured else default_data_dir()
+        return LocalEmbedder(
+            spec, batch_size=section.batch_size, runtime=section.runtime, cache_dir=data_dir / "models"
+        )
 
-    context = endpoints()[spec.provider].context(spec.provider, os.environ if env is None else env)
+    context = endpoints()[spec.provider].context(spec.provider, env)
     if context.api_key_env and not context.api_key:
         raise FailedPrecondition(
             f"embedding.provider is {spec.provider!r} but {context.api_key_env} is not set: set it, or use the local "
