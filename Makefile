@@ -114,7 +114,7 @@ reliability: setup ## Faults, bad input and load (LOAD_SECONDS, default 60; 300 
 
 bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (about half an hour the first time)
 	$(BIN)/python -m bench.ingest
-	$(BIN)/python -m bench.embedder
+	$(BIN)/python -m bench.embedder --write
 	$(BIN)/python -m bench.retrieve
 	$(BIN)/python -m bench.chat
 	$(BIN)/python -m bench.gateway
