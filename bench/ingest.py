@@ -1,5 +1,6 @@
-"""Ingest benchmarks: chunking throughput, full ingest with the local embedder against the embedder's raw speed,
-a no-op re-sync of a 10,000-note vault, and what editing one paragraph re-embeds.
+"""Ingest benchmarks: chunking throughput, full ingest with the local embedder against the embedder's raw speed
+(for each runtime of the local model, side by side, each in a process and a database of its own so its memory and
+its index are its own), a no-op re-sync of a 10,000-note vault, and what editing one paragraph re-embeds.
 
 Run with `make bench` (or `python -m bench.ingest`); results go to docs/benchmarks.md. Uses its own embedded
 PostgreSQL in a temporary directory, never DATABASE_URL, and reads ../shared/data/vaults/obsidian-help when present.
@@ -9,9 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import resource
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,6 +32,8 @@ from secondbrain.ingest.pipeline import Ingestor
 from tests.wire import OllamaServer
 
 OBSIDIAN_HELP = Path(__file__).resolve().parents[2] / "shared" / "data" / "vaults" / "obsidian-help"
+# The local model's runtimes measured side by side (embedding.runtime); the first is today's default.
+RUNTIMES = ("torch", "onnx")
 WORDS = [
     "vault",
     "note",
@@ -153,6 +159,34 @@ async def bench_local_ingest(db: Database, embedder: Embedder) -> dict:
     }
 
 
+async def local_ingest_in_this_process(runtime: str, data_dir: Path) -> dict:
+    """bench_local_ingest with `runtime`, over a database of its own in `data_dir`."""
+    embedder = create_embedder(EmbeddingSection(runtime=runtime), data_dir=data_dir)  # type: ignore[arg-type]
+    db = await Database.open(load_settings(data_dir=data_dir))
+    try:
+        return await bench_local_ingest(db, embedder)
+    finally:
+        await db.close()
+
+
+async def prepare(runtime: str, data_dir: Path) -> None:
+    """Load the model once, so a runtime's one-time export (which imports torch) is not in the measured process."""
+    await create_embedder(EmbeddingSection(runtime=runtime), data_dir=data_dir).ensure_ready()  # type: ignore[arg-type]
+
+
+def local_ingest(runtime: str, data_dir: Path) -> dict:
+    """The local ingest of Obsidian Help with `runtime`, in a process of its own (its peak RSS is its own), after a
+    process of its own has made the runtime's export, if it has one."""
+    subprocess.run(
+        [sys.executable, "-m", "bench.ingest", "--prepare", runtime, "--data-dir", str(data_dir)], check=True
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.ingest", "--local-only", runtime, "--data-dir", str(data_dir)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 async def bench_large_vault(db: Database, root: Path, notes: int) -> dict:
     async with OllamaServer(dimensions=768) as server:
         embedder = create_embedder(
@@ -186,7 +220,8 @@ async def bench_large_vault(db: Database, root: Path, notes: int) -> dict:
 
 async def main(notes: int) -> None:
     os.environ.pop("DATABASE_URL", None)  # never write benchmark data into a real database
-    with tempfile.TemporaryDirectory(prefix="secondbrain-bench-") as tmp:
+    # The embedded servers stop when their processes exit, after this block: what they leave is not an error.
+    with tempfile.TemporaryDirectory(prefix="secondbrain-bench-", ignore_cleanup_errors=True) as tmp:
         tmp_path = Path(tmp)
         large = tmp_path / "vault"
         generate_vault(large, notes)
@@ -208,23 +243,34 @@ async def main(notes: int) -> None:
             body = ["### Chunking throughput (parse + chunk, best of 3)", ""]
             body.append(table(["vault", "tokenizer", "budget", "notes", "MB", "chunks", "MB/s"], rows))
             if OBSIDIAN_HELP.is_dir():
-                result = await bench_local_ingest(db, local)
-                rate = result["chunks"] / result["seconds"]
-                raw_rate = result["chunks"] / result["raw_seconds"]
-                overhead = result["seconds"] / result["raw_seconds"] - 1
+                results = {r: await asyncio.to_thread(local_ingest, r, tmp_path / f"data-{r}") for r in RUNTIMES}
                 mb = float(chunk_obsidian[4]) if chunk_obsidian else 0
                 chunk_seconds = mb / float(chunk_obsidian[6]) if chunk_obsidian else 0
-                body += ["", "### Full ingest of obsidian-help with the local embedder (all-MiniLM-L6-v2, CPU)", ""]
-                body.append(table(["measure", "value"], [
-                    ["chunks embedded", result["chunks"]],
-                    ["ingest wall time (model already loaded)", f"{result['seconds']:.1f} s"],
-                    ["ingest throughput", f"{rate:.1f} chunks/s"],
-                    ["embedder alone on the same chunks", f"{raw_rate:.1f} chunks/s ({result['raw_seconds']:.1f} s)"],
-                    ["pipeline overhead over the embedder (target < 15%)", f"{overhead:.1%}"],
-                    ["chunking share of ingest time (target < 10%)", f"{chunk_seconds / result['seconds']:.1%}"],
-                    ["second sync", f"{result['resync_seconds']:.2f} s, {result['resync_embedded']} chunks embedded"],
-                    ["peak memory of the process (RSS)", f"{result['peak_rss_mb']:.0f} MB"],
-                ]))  # fmt: skip
+                base = results[RUNTIMES[0]]
+
+                def measures(result: dict) -> list[str]:
+                    rate = result["chunks"] / result["seconds"]
+                    return [
+                        str(result["chunks"]),
+                        f"{result['seconds']:.1f} s",
+                        f"{rate:.1f} chunks/s ({rate / (base['chunks'] / base['seconds']):.2f}x)",
+                        f"{result['chunks'] / result['raw_seconds']:.1f} chunks/s ({result['raw_seconds']:.1f} s)",
+                        f"{result['seconds'] / result['raw_seconds'] - 1:.1%}",
+                        f"{chunk_seconds / result['seconds']:.1%}",
+                        f"{result['resync_seconds']:.2f} s, {result['resync_embedded']} chunks embedded",
+                        f"{result['peak_rss_mb']:.0f} MB",
+                    ]
+
+                labels = [
+                    "chunks embedded", "ingest wall time (model already loaded)", "ingest throughput (vs torch)",
+                    "embedder alone on the same chunks", "pipeline overhead over the embedder (target < 15%)",
+                    "chunking share of ingest time (target < 10%)", "second sync", "peak memory of the process (RSS)",
+                ]  # fmt: skip
+                columns = [measures(results[r]) for r in RUNTIMES]
+                body += ["", "### Full ingest of obsidian-help with the local embedder (all-MiniLM-L6-v2, CPU), "
+                         "by runtime (`embedding.runtime`), each in its own process and database", ""]  # fmt: skip
+                body.append(table(["measure", *RUNTIMES], [[label, *(c[i] for c in columns)]
+                                                           for i, label in enumerate(labels)]))  # fmt: skip
             large_result = await bench_large_vault(db, large, notes)
             body += ["", f"### A {notes}-note generated vault (embeddings from a local Ollama-protocol server)", ""]
             body.append(table(["measure", "value"], [
@@ -236,11 +282,21 @@ async def main(notes: int) -> None:
             ]))  # fmt: skip
         finally:
             await db.close()
-    write_section("ingest", "Ingest", "\n".join(body))
-    print("\n".join(body))
+        write_section("ingest", "Ingest", "\n".join(body))
+        print("\n".join(body))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--notes", type=int, default=10_000, help="notes in the generated vault (default 10000)")
-    asyncio.run(main(parser.parse_args().notes))
+    parser.add_argument("--local-only", choices=RUNTIMES, help="only the local ingest with this runtime, as JSON")
+    parser.add_argument("--prepare", choices=RUNTIMES, help="only load this runtime once (its export, if any)")
+    parser.add_argument("--data-dir", type=Path, help="with --local-only or --prepare: the data directory to use")
+    arguments = parser.parse_args()
+    if arguments.prepare:
+        asyncio.run(prepare(arguments.prepare, arguments.data_dir))
+    elif arguments.local_only:
+        os.environ.pop("DATABASE_URL", None)
+        print(json.dumps(asyncio.run(local_ingest_in_this_process(arguments.local_only, arguments.data_dir))))
+    else:
+        asyncio.run(main(arguments.notes))
