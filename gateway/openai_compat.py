@@ -16,7 +16,6 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import grpc
@@ -31,6 +30,7 @@ from secondbrain.gateway.backends import Backends
 from secondbrain.gateway.http_errors import HTTP_STATUS, HttpError, from_rpc_error
 from secondbrain.gateway.request_message import BODY_TIMEOUT_SECONDS, body_within_limits
 from secondbrain.note_tools import formatting
+from secondbrain.note_tools.answer_stream import AnswerStream
 from secondbrain.service.convert import ROLE_VALUES
 from secondbrain.v1 import retrieval_pb2 as common
 
@@ -88,33 +88,6 @@ def _data(body: dict[str, Any] | str) -> bytes:
     """One server-sent event of a stream, as OpenAI sends them: a `data:` line only."""
     text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False, separators=(",", ":"))
     return f"data: {text}\n\n".encode()
-
-
-@dataclass
-class _Turn:
-    """What a turn's events have brought so far, for both the whole answer and the stream."""
-
-    parts: list[str] = field(default_factory=list)
-    passages: list[common.Passage] = field(default_factory=list)
-    usage: pb.Usage = field(default_factory=pb.Usage)
-
-    def take(self, event: Any) -> pb.ErrorEvent | None:
-        """Record `event` (a SendMessage or Answer event); the error event when it is one."""
-        kind = event.WhichOneof("event")
-        if kind == "sources":
-            self.passages = list(event.sources.retrieval.passages)
-        elif kind == "tool_result":  # an agent turn's tools add passages the answer may cite
-            self.passages += event.tool_result.passages
-        elif kind == "delta":
-            self.parts.append(event.delta.text)
-        elif kind == "done":
-            self.usage = event.done.usage
-        elif kind == "error":
-            return event.error
-        return None
-
-    def cited(self) -> tuple[str, list[common.Passage]]:
-        return formatting.cited("".join(self.parts), self.passages)
 
 
 def _model_choice(model: str) -> tuple[str, str]:
@@ -230,7 +203,7 @@ class OpenAICompat:
             call.cancel()
 
     async def _whole(self, call: grpc.aio.UnaryStreamCall, first: object, completion: str, model: str) -> Response:
-        turn = _Turn()
+        turn = AnswerStream()
         try:
             async for event in self._events(call, first):
                 if (error := turn.take(event)) is not None:
@@ -267,7 +240,7 @@ class OpenAICompat:
             return _data({"id": completion, "object": "chat.completion.chunk", "created": created, "model": model,
                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra})  # fmt: skip
 
-        turn = _Turn()
+        turn = AnswerStream()
         yield chunk({"role": "assistant", "content": ""})
         try:
             async for event in self._events(call, first):

@@ -28,6 +28,7 @@ from secondbrain.evaluation.questions import Question
 from secondbrain.evaluation.ranking import Arm, ArmUnavailable
 from secondbrain.evaluation.services import EvalServices
 from secondbrain.ingest.commands import run_ingest, sync_in_process
+from secondbrain.note_tools.answer_stream import AnswerStream
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.pipeline import Ranking, RetrievalOptions, Retriever
 from secondbrain.retrieve.server import build_retriever
@@ -117,22 +118,13 @@ class ChatAnswerer:
         return Answered("", [], "the chat service kept refusing questions (its per-client limit)")
 
     async def _ask(self, request: chat_pb.AnswerRequest) -> Answered:
-        passages: list[common.Passage] = []
-        parts: list[str] = []
+        stream = AnswerStream()
         async for event in self.chat.Answer(request, timeout=ANSWER_TIMEOUT_SECONDS):
-            kind = event.WhichOneof("event")
-            if kind == "sources":
-                passages += event.sources.retrieval.passages
-            elif kind == "tool_result":
-                passages += event.tool_result.passages
-            elif kind == "delta":
-                parts.append(event.delta.text)
-            elif kind == "error":
-                return Answered("".join(parts), [], event.error.message)
-        text = "".join(parts)
-        notes = {p.number: p.note_path for p in passages}
-        cited = check_citations(text, list(notes)).cited
-        return Answered(text, list(dict.fromkeys(notes[number] for number in cited)))
+            if (error := stream.take(event)) is not None:
+                return Answered(stream.text, [], error.message)
+        notes = {p.number: p.note_path for p in stream.passages}
+        cited = check_citations(stream.text, list(notes)).cited
+        return Answered(stream.text, list(dict.fromkeys(notes[number] for number in cited)))
 
 
 @contextlib.asynccontextmanager

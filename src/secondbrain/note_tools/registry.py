@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from secondbrain.chat.v1 import chat_service_pb2 as chat_pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as chat_grpc
 from secondbrain.note_tools import formatting
+from secondbrain.note_tools.answer_stream import AnswerStream
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
 from secondbrain.v1 import retrieval_pb2 as common
@@ -190,18 +191,12 @@ async def _ask(services: NoteServices, args: Ask) -> Found:
     nothing, so asking through a tool leaves nothing behind."""
     if services.chat is None:
         raise ToolFailure("ask is not available here: no chat service is connected")
-    text, sources = [], []
+    stream = AnswerStream()
     request = chat_pb.AnswerRequest(content=args.question)
     async for event in services.chat.Answer(request, timeout=ASK_TIMEOUT_SECONDS):
-        if event.HasField("sources"):
-            sources = list(event.sources.retrieval.passages)
-        elif event.HasField("tool_result"):  # in agent mode, the model's own lookups add passages
-            sources += event.tool_result.passages
-        elif event.HasField("delta"):
-            text.append(event.delta.text)
-        elif event.HasField("error"):
-            raise ToolFailure(event.error.message)
-    answer = formatting.answer(*formatting.cited("".join(text), sources))
+        if (error := stream.take(event)) is not None:
+            raise ToolFailure(error.message)
+    answer = formatting.answer(*stream.cited())
     return Found(render=lambda _: answer, summary=lambda _: f"Asked {args.question!r}")
 
 
