@@ -27,6 +27,11 @@ COPY services/ services/
 COPY gateway/ gateway/
 COPY gen/ gen/
 RUN pip install .
+# The local model's ONNX export (embedding.runtime onnx, the default), made here once so no pod pays for it at start
+# (seconds, and torch's memory) and the read-only root filesystem is no obstacle: a finished export is only read.
+RUN python -c "import asyncio; from pathlib import Path; from secondbrain.config import EmbeddingSection; \
+from secondbrain.embedding import create_embedder; \
+asyncio.run(create_embedder(EmbeddingSection(), models_dir=Path('/opt/secondbrain-models')).ensure_ready())"
 
 # --- the runtime -------------------------------------------------------------------------------------------------
 FROM python:3.11-slim-bookworm
@@ -34,12 +39,14 @@ LABEL org.opencontainers.image.title="secondbrain" \
       org.opencontainers.image.description="Ask questions of your markdown notes; every answer cites the passages it read."
 RUN useradd --uid 10001 --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin secondbrain
 COPY --from=python /opt/secondbrain /opt/secondbrain
+COPY --from=python /opt/secondbrain-models /opt/secondbrain-models
 COPY --from=ui /src/ui/dist /opt/secondbrain-ui
 ENV PATH=/opt/secondbrain/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     HF_HUB_OFFLINE=1 \
     SECONDBRAIN_UI_DIR=/opt/secondbrain-ui \
     SECONDBRAIN_DATA_DIR=/tmp/secondbrain \
+    SECONDBRAIN_MODEL_CACHE_DIR=/opt/secondbrain-models \
     SECONDBRAIN_HOST=0.0.0.0
 USER 10001:10001
 EXPOSE 50051 50052 50053 8081 8080

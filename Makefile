@@ -112,9 +112,11 @@ RECORD ?=
 reliability: setup ## Faults, bad input and load (LOAD_SECONDS, default 60; 300 for the full run), with a table of what held
 	$(BIN)/python -m bench.reliability --load-seconds $(LOAD_SECONDS) $(if $(RECORD),--record)
 
-bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (about half an hour the first time)
+bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (about three hours on 2 cores the first time)
 	$(BIN)/python -m bench.ingest
 	$(BIN)/python -m bench.embedder --write
+	$(BIN)/python -m bench.runtime_quality
+	$(BIN)/python -m bench.load --seconds 60 --runtimes torch onnx
 	$(BIN)/python -m bench.retrieve
 	$(BIN)/python -m bench.chat
 	$(BIN)/python -m bench.gateway

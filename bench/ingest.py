@@ -161,7 +161,7 @@ async def bench_local_ingest(db: Database, embedder: Embedder) -> dict:
 
 async def local_ingest_in_this_process(runtime: str, data_dir: Path) -> dict:
     """bench_local_ingest with `runtime`, over a database of its own in `data_dir`."""
-    embedder = create_embedder(EmbeddingSection(runtime=runtime), data_dir=data_dir)  # type: ignore[arg-type]
+    embedder = create_embedder(EmbeddingSection(runtime=runtime), models_dir=data_dir / "models")  # type: ignore[arg-type]
     db = await Database.open(load_settings(data_dir=data_dir))
     try:
         return await bench_local_ingest(db, embedder)
@@ -171,7 +171,7 @@ async def local_ingest_in_this_process(runtime: str, data_dir: Path) -> dict:
 
 async def prepare(runtime: str, data_dir: Path) -> None:
     """Load the model once, so a runtime's one-time export (which imports torch) is not in the measured process."""
-    await create_embedder(EmbeddingSection(runtime=runtime), data_dir=data_dir).ensure_ready()  # type: ignore[arg-type]
+    await create_embedder(EmbeddingSection(runtime=runtime), models_dir=data_dir / "models").ensure_ready()  # type: ignore[arg-type]
 
 
 def local_ingest(runtime: str, data_dir: Path) -> dict:

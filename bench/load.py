@@ -23,6 +23,7 @@ from pathlib import Path
 
 import httpx2
 
+from bench.report import table, write_section
 from tests.reliability.cluster import SERVICES, Cluster, Postgres, rss_megabytes
 from tests.reliability.vault import TOPICS, write_vault
 
@@ -141,15 +142,28 @@ async def run_load(cluster: Cluster, seconds: float, chats: int, retrieves: int)
     return LoadResult(elapsed, chats, retrieves, chat, retrieve, memory, len(finished_turns), wrong)
 
 
-async def start_cluster(workdir: Path, postgres: Postgres, notes: int) -> Cluster:
+async def start_cluster(workdir: Path, postgres: Postgres, notes: int, runtime: str | None = None) -> Cluster:
+    """The cluster over a generated vault of `notes` notes, indexed; `runtime` sets `embedding.runtime` (unset: the
+    default). The runtime's export, if it has one, is made first by a process of its own, so no service's memory
+    holds the torch an export imports."""
     vault = workdir / "vault"
     write_vault(vault, notes, version="steady")
+    models = workdir / "models"
     # Every client here is 127.0.0.1: the per-client limit on questions would stop the load, so it is off.
     cluster = Cluster(
         workdir, postgres.dsn, vault, llm_delay=0.02, llm_deltas=12,
-        extra_env={"SECONDBRAIN_CHAT_MESSAGES_PER_MINUTE": "0"},
+        extra_env={"SECONDBRAIN_CHAT_MESSAGES_PER_MINUTE": "0", "SECONDBRAIN_MODEL_CACHE_DIR": str(models)},
     )  # fmt: skip
-    cluster.write_settings()
+    embedding = {} if runtime is None else {"runtime": runtime}
+    prepare = (
+        "import asyncio, sys; from pathlib import Path; from secondbrain.config import EmbeddingSection as E; "
+        "from secondbrain.embedding import create_embedder; "
+        "asyncio.run(create_embedder(E.model_validate_json(sys.argv[1]), models_dir=Path(sys.argv[2])).ensure_ready())"
+    )
+    done = await asyncio.create_subprocess_exec(sys.executable, "-c", prepare, json.dumps(embedding), str(models))
+    if await done.wait() != 0:
+        raise RuntimeError("loading the local model failed")
+    cluster.write_settings(embedding=embedding)
     await cluster.migrate()
     await cluster.start()
     process = await asyncio.create_subprocess_exec(
@@ -188,12 +202,12 @@ def describe(result: LoadResult) -> list[list[str]]:
     return rows
 
 
-async def main(seconds: float, chats: int, retrieves: int, notes: int) -> LoadResult:
+async def main(seconds: float, chats: int, retrieves: int, notes: int, runtime: str | None = None) -> LoadResult:
     with tempfile.TemporaryDirectory(prefix="secondbrain-load-") as directory:
         workdir = Path(directory)
         postgres = Postgres(workdir)
         try:
-            cluster = await start_cluster(workdir, postgres, notes)
+            cluster = await start_cluster(workdir, postgres, notes, runtime)
             try:
                 result = await run_load(cluster, seconds, chats, retrieves)
             finally:
@@ -207,13 +221,47 @@ async def main(seconds: float, chats: int, retrieves: int, notes: int) -> LoadRe
     return result
 
 
+async def compare(runtimes: list[str], seconds: float, chats: int, retrieves: int, notes: int) -> int:
+    """The same load under each embedder runtime, one after another, side by side in docs/benchmarks.md."""
+    results = {}
+    for runtime in runtimes:
+        print(f"\nembedding.runtime {runtime}: {chats} chat streams + {retrieves} retrieves for {seconds:.0f} s")
+        results[runtime] = await main(seconds, chats, retrieves, notes, runtime)
+    columns = [describe(result) for result in results.values()]
+    rows = [[what, *(column[row][1] for column in columns)] for row, (what, _) in enumerate(columns[0])]
+    rates = {runtime: len(result.retrieve.latencies) / result.seconds for runtime, result in results.items()}
+    base = runtimes[0]
+    body = "\n".join([
+        f"The load above (the OpenAI wire server streaming 12 words 20 ms apart, a {notes}-note generated vault) run "
+        f"once per `embedding.runtime`, one after another on the same machine, each in a cluster of its own (the "
+        f"runtime's export made beforehand by a process of its own, so no service holds the torch an export imports).",
+        "",
+        table(["measure", *runtimes], rows),
+        "",
+        "Retrieves a second against " + base + ": "
+        + ", ".join(f"{runtime} {rate / rates[base]:.2f}x" for runtime, rate in rates.items() if runtime != base)
+        + ".",
+    ])  # fmt: skip
+    write_section("load-runtimes", "Load through Envoy under each embedder runtime", body)
+    print(body)
+    return 1 if any(result.errors for result in results.values()) else 0
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=300, help="how long the load runs (default 300)")
     parser.add_argument("--chats", type=int, default=50, help="concurrent chat streams (default 50)")
     parser.add_argument("--retrieves", type=int, default=200, help="concurrent retrieves (default 200)")
     parser.add_argument("--notes", type=int, default=200, help="notes in the generated vault (default 200)")
+    parser.add_argument(
+        "--runtimes", nargs="+", choices=["torch", "onnx", "onnx-int8"],
+        help="run the load once per embedding.runtime and write them side by side to docs/benchmarks.md",
+    )  # fmt: skip
     options = parser.parse_args()
+    if options.runtimes:
+        raise SystemExit(
+            asyncio.run(compare(options.runtimes, options.seconds, options.chats, options.retrieves, options.notes))
+        )
     outcome = asyncio.run(main(options.seconds, options.chats, options.retrieves, options.notes))
     p50 = 1000 * statistics.median(outcome.chat.latencies or [0])
     print(json.dumps({"errors": outcome.errors, "p50_chat_ms": round(p50)}))

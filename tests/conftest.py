@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 import uuid
 import warnings
@@ -22,8 +23,24 @@ from secondbrain.config import Config, load_config
 from secondbrain.db import Database
 from secondbrain.db.database import with_database
 from secondbrain.db.migrate import migrate
+from tests.environment import clean_environ, own_setting
 
 PGVECTOR_IMAGE = "pgvector/pgvector:pg17"
+_MODELS_KEY = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One cache for the local model's ONNX export for the whole session, every test's processes included: the
+    first test that embeds makes it (seconds), the rest load it (a fraction of a second). Fresh per session, so
+    every run exports once for real; tests of the cache itself use directories of their own."""
+    directory = Path(tempfile.mkdtemp(prefix="secondbrain-models-"))
+    config.stash[_MODELS_KEY] = directory
+    os.environ["SECONDBRAIN_MODEL_CACHE_DIR"] = str(directory)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if (directory := config.stash.get(_MODELS_KEY, None)) is not None:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _docker_answers() -> bool:
@@ -102,7 +119,7 @@ async def database_url(empty_database: str) -> str:
 def config(database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Config:
     """Configuration pointing at the fresh database, with nothing read from the developer's own environment."""
     for key in list(os.environ):
-        if key.startswith("SECONDBRAIN_"):
+        if own_setting(key):
             monkeypatch.delenv(key)
     monkeypatch.setenv("DATABASE_URL", database_url)
     monkeypatch.setenv("SECONDBRAIN_DATA_DIR", str(tmp_path / "data"))
@@ -121,7 +138,7 @@ async def db(config: Config) -> AsyncIterator[Database]:
 @pytest.fixture
 def service_env(database_url: str, tmp_path: Path) -> dict[str, str]:
     """Environment for a service started as a subprocess: the test database, JSON logs, no stray config."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("SECONDBRAIN_")}
+    env = clean_environ()
     env.update(
         DATABASE_URL=database_url,
         SECONDBRAIN_DATA_DIR=str(tmp_path / "data"),

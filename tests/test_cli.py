@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from secondbrain.service.health_client import check_health
 from tests.command import run_secondbrain, secondbrain
+from tests.environment import clean_environ
 from tests.service.databases import other_database  # noqa: F401 - a fixture
 
 SERVICE_NAMES = {
@@ -23,7 +23,7 @@ SERVICE_NAMES = {
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("SECONDBRAIN_")}
+    env = clean_environ()
     env.pop("DATABASE_URL", None)
     return {**env, **extra}
 

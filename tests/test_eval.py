@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from secondbrain.errors import InvalidInput
 from secondbrain.evaluation.metrics import per_question
 from secondbrain.evaluation.questions import Question, load_beir, load_qa
 from tests.command import secondbrain
+from tests.environment import clean_environ
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_VAULT = ROOT / "demo" / "vault"
@@ -110,7 +110,7 @@ def test_a_beir_folder_is_read_with_only_judged_queries(tmp_path: Path) -> None:
 
 
 def _env(database_url: str, tmp_path: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("SECONDBRAIN_")}
+    env = clean_environ()
     env.update(DATABASE_URL=database_url, SECONDBRAIN_DATA_DIR=str(tmp_path / "data"), HF_HUB_OFFLINE="1")
     return env
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from secondbrain.retrieve.server import create_server as create_retrieve_server
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as rpb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as rpb_grpc
 from secondbrain.service.runner import ServiceDeps
+from tests.environment import clean_environ
 
 OBSIDIAN_HELP = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "vaults" / "obsidian-help"
 
@@ -84,7 +84,7 @@ async def test_obsidian_help_end_to_end_with_the_local_embedder(config, db: Data
         await retrieve.stop(grace=1)
 
     # The command a person types, against the same index.
-    env = {key: value for key, value in os.environ.items() if not key.startswith("SECONDBRAIN_")}
+    env = clean_environ()
     env.update(DATABASE_URL=config.settings.database_url or "", SECONDBRAIN_RETRIEVE_PORT="9")
     question, note = next(iter(QUESTIONS.items()))
     process = await asyncio.create_subprocess_exec(

@@ -39,7 +39,7 @@ def build_ingestor(config: Config, db: Database, env: Mapping[str, str] | None =
             catalog.check(provider, section.context_model or catalog.presets.providers[provider].default_model)
             model = section.context_model or catalog.presets.providers[provider].default_model
             contextualizer = Contextualizer(catalog.provider(provider), model)
-    embedder = create_embedder(section, env, data_dir=config.settings.data_dir)
+    embedder = create_embedder(section, env, models_dir=config.settings.models_dir)
     return Ingestor(db, embedder, config.vault.ingest, contextualizer)
 
 

@@ -30,7 +30,7 @@ def build_retriever(config: Config, db: Database, env: Mapping[str, str] | None 
     embedder: Embedder | None = None
     reason = ""
     try:
-        embedder = create_embedder(config.vault.embedding, env, data_dir=config.settings.data_dir)
+        embedder = create_embedder(config.vault.embedding, env, models_dir=config.settings.models_dir)
     except SecondbrainError as error:
         reason = f"the embedder cannot start: {error}"
         log.warning("no vector arm", extra={"reason": reason})

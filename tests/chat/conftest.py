@@ -34,6 +34,7 @@ from secondbrain.retrieve.server import create_server as create_retrieve_server
 from secondbrain.service.auth import open_channel
 from secondbrain.service.runner import ServiceDeps
 from secondbrain.service.server import RunningServer
+from tests.environment import own_setting
 from tests.wire import AnthropicServer, OpenAIServer, RecordedRequest
 
 EMBEDDING_KEY = "sk-test-embeddings-0123456789"
@@ -210,7 +211,7 @@ async def eventually(check: Any, within: float = 5.0) -> Any:
 @pytest.fixture
 async def stack(tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[ChatStack]:
     for key in list(os.environ):
-        if key.startswith("SECONDBRAIN_"):
+        if own_setting(key):
             monkeypatch.delenv(key)
     vault = tmp_path / "vault"
     vault.mkdir()

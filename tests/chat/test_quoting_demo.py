@@ -30,6 +30,7 @@ from secondbrain.service.auth import open_channel
 from secondbrain.service.runner import ServiceDeps
 from secondbrain.service.server import RunningServer
 from tests.chat.conftest import kinds, text_of
+from tests.environment import own_setting
 
 DEMO_VAULT = Path(__file__).resolve().parents[2] / "demo" / "vault"
 KITCHEN = "Projects/Kitchen Renovation.md"
@@ -68,7 +69,7 @@ class DemoChat:
 @pytest.fixture
 async def demo(tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[DemoChat]:
     for key in list(os.environ):
-        if key.startswith("SECONDBRAIN_"):
+        if own_setting(key):
             monkeypatch.delenv(key)
     vault = tmp_path / "vault"
     shutil.copytree(DEMO_VAULT, vault)

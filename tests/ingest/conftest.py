@@ -21,6 +21,7 @@ from secondbrain.ingest.server import build_ingestor, create_server
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
 from secondbrain.service.runner import ServiceDeps
+from tests.environment import own_setting
 from tests.wire import OpenAIServer
 
 EMBEDDING_DIMENSION = 1536  # text-embedding-3-small, the openai embedder's default model
@@ -129,7 +130,7 @@ def vault(tmp_path: Path) -> Vault:
 def ingest_environment(vault: Vault, database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The environment an ingest process reads: the test database and vault, nothing from the developer's own."""
     for key in list(os.environ):
-        if key.startswith("SECONDBRAIN_"):
+        if own_setting(key):
             monkeypatch.delenv(key)
     monkeypatch.setenv("DATABASE_URL", database_url)
     monkeypatch.setenv("SECONDBRAIN_DATA_DIR", str(tmp_path / "data"))

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.command import run_secondbrain
+from tests.environment import clean_environ
 from tests.ingest.conftest import ARCHITECTURE_NOTE, Ingest, Vault, embedding_env
 from tests.wire import OpenAIServer
 
@@ -20,7 +21,7 @@ from tests.wire import OpenAIServer
 @pytest.fixture
 async def cli_env(vault: Vault, database_url: str, tmp_path: Path) -> AsyncIterator[dict[str, str]]:
     async with OpenAIServer(dimensions=1536) as server:
-        env = {key: value for key, value in os.environ.items() if not key.startswith("SECONDBRAIN_")}
+        env = clean_environ()
         env.update(
             embedding_env(server),
             DATABASE_URL=database_url,

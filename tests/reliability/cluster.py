@@ -32,6 +32,7 @@ import httpx2
 
 from secondbrain.db.migrate import migrate
 from secondbrain.service.health_client import check_health
+from tests.environment import clean_environ
 
 GRPC = ("ingest", "retrieve", "chat")
 SERVICES = (*GRPC, "shim", "envoy")
@@ -107,7 +108,7 @@ class Cluster:
         return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
 
     def env(self) -> dict[str, str]:
-        env = {key: value for key, value in os.environ.items() if not key.startswith("SECONDBRAIN_")}
+        env = clean_environ()
         env.update(
             DATABASE_URL=self.dsn,
             SECONDBRAIN_DATA_DIR=str(self.workdir / "data"),

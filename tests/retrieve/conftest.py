@@ -24,6 +24,7 @@ from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
 from secondbrain.service.runner import ServiceDeps
 from secondbrain.v1 import retrieval_pb2 as common
+from tests.environment import own_setting
 from tests.wire import OpenAIServer, RerankServer
 
 KEY = "sk-test-retrieve-0123456789"
@@ -75,7 +76,7 @@ def settings_file(**sections: object) -> str:
 @pytest.fixture
 async def stack(tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Stack]:
     for key in list(os.environ):
-        if key.startswith("SECONDBRAIN_"):
+        if own_setting(key):
             monkeypatch.delenv(key)
     vault = tmp_path / "vault"
     vault.mkdir()

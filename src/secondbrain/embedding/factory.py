@@ -5,8 +5,9 @@ come from the providers' table the chat providers use too (TOGETHER_API_KEY/TOGE
 OPENAI_BASE_URL, OLLAMA_URL), so one variable points both at the same place. A remote provider without its key is
 refused here, at start, naming the variable, rather than on the first chunk of an ingest run.
 
-The local embedder's ONNX runtimes cache their export under `models/` in the data directory: the one passed in, else
-SECONDBRAIN_DATA_DIR of `env`, else the default (the same resolution as `Settings.data_dir`).
+The local embedder's ONNX runtimes cache their export in `models_dir`: the one passed in (`Settings.models_dir`), else
+the one `env` names as `Settings.models_dir` would (SECONDBRAIN_MODEL_CACHE_DIR, else models/ in SECONDBRAIN_DATA_DIR
+or the default data directory).
 """
 
 from __future__ import annotations
@@ -28,11 +29,11 @@ def create_embedder(
     env: Mapping[str, str] | None = None,
     *,
     retry: RetryPolicy | None = None,
-    data_dir: Path | None = None,
+    models_dir: Path | None = None,
 ) -> Embedder:
     """A ready-to-call embedder for `section` (nothing is loaded or contacted yet).
 
-    `env` defaults to the process environment; `retry` to the shared policy (tests pass a fast one); `data_dir` is
+    `env` defaults to the process environment; `retry` to the shared policy (tests pass a fast one); `models_dir` is
     where a local ONNX runtime caches its export (see the module).
     Raises ConfigError for a local model that is not the bundled one, FailedPrecondition for a missing key.
     """
@@ -41,12 +42,9 @@ def create_embedder(
     if spec.provider == "local":
         from secondbrain.embedding.local import LocalEmbedder
 
-        if data_dir is None:
-            configured = env.get(f"{ENV_PREFIX}DATA_DIR")
-            data_dir = Path(configured) if configured else default_data_dir()
-        return LocalEmbedder(
-            spec, batch_size=section.batch_size, runtime=section.runtime, cache_dir=data_dir / "models"
-        )
+        if models_dir is None:
+            models_dir = env_models_dir(env)
+        return LocalEmbedder(spec, batch_size=section.batch_size, runtime=section.runtime, cache_dir=models_dir)
 
     context = endpoints()[spec.provider].context(spec.provider, env)
     if context.api_key_env and not context.api_key:
@@ -62,3 +60,11 @@ def create_embedder(
     from secondbrain.embedding.openai_embedder import OpenAIEmbedder
 
     return OpenAIEmbedder(spec, context, **options)
+
+
+def env_models_dir(env: Mapping[str, str]) -> Path:
+    """`Settings.models_dir` as `env` would configure it."""
+    if configured := env.get(f"{ENV_PREFIX}MODEL_CACHE_DIR"):
+        return Path(configured)
+    data_dir = env.get(f"{ENV_PREFIX}DATA_DIR")
+    return (Path(data_dir) if data_dir else default_data_dir()) / "models"

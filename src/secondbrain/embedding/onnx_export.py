@@ -1,4 +1,5 @@
-"""The bundled model as ONNX: exported once from the bundled weights, cached in the data directory, rebuilt when stale.
+"""The bundled model as ONNX: exported once from the bundled weights, cached (`Settings.models_dir`: models/ in the data
+directory unless set), rebuilt when stale.
 
 No ONNX file ships with the package: the first process that asks for one exports it from the bundled safetensors
 with torch (a few seconds, once), and every later process, and later start, reads the cached file instead, without
@@ -54,16 +55,20 @@ def cached_model(model_dir: Path, cache_dir: Path, precision: Precision) -> Path
     exports and the others then reuse its file.
     """
     key = weights_key(model_dir)[:16]
+    fp32 = cache_dir / f"{STEM}-{key}.onnx"
+    wanted = fp32 if precision == "fp32" else cache_dir / f"{STEM}-{key}-int8.onnx"
+    if wanted.exists() and _problem(wanted) is None:
+        # A finished file is read without the lock, so a cache made in advance may be read-only (an image's).
+        return wanted
     cache_dir.mkdir(parents=True, exist_ok=True)
     with _exclusive(cache_dir / _LOCK_NAME):
-        fp32 = _ensure(cache_dir / f"{STEM}-{key}.onnx", lambda out: export_fp32(model_dir, out))
-        path = fp32
+        _ensure(fp32, lambda out: export_fp32(model_dir, out))
         if precision == "int8":
             # Quantized from the fp32 file, which is kept: switching back, or rebuilding a damaged int8 file, is
             # then a matter of a second, not another export.
-            path = _ensure(cache_dir / f"{STEM}-{key}-int8.onnx", lambda out: quantize_int8(fp32, out))
+            _ensure(wanted, lambda out: quantize_int8(fp32, out))
         _remove_stale(cache_dir, key)
-    return path
+    return wanted
 
 
 def export_fp32(model_dir: Path, out: Path) -> None:

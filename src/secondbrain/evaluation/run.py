@@ -16,7 +16,7 @@ from pathlib import Path
 
 import asyncpg
 
-from secondbrain.config import Config, VaultConfig
+from secondbrain.config import Config, EmbeddingSection, VaultConfig
 from secondbrain.db.database import connect
 from secondbrain.errors import InvalidInput
 from secondbrain.evaluation import metrics
@@ -155,6 +155,8 @@ def write_corpus(dataset: BeirDataset, vault: Path) -> int:
 
 
 def beir_config(config: Config, dsn: str, vault: Path) -> Config:
-    """The configuration for a benchmark's own database and vault: this install's settings, the default pipeline."""
+    """The configuration for a benchmark's own database and vault: this install's settings, the default pipeline,
+    with the local model run the way this install runs it (`embedding.runtime` is how, not which model)."""
     settings = config.settings.model_copy(update={"database_url": dsn, "vault": vault})
-    return Config(settings=settings, vault=VaultConfig())
+    embedding = EmbeddingSection(runtime=config.vault.embedding.runtime)
+    return Config(settings=settings, vault=VaultConfig(embedding=embedding))
