@@ -26,10 +26,10 @@ COPY src/ src/
 COPY services/ services/
 COPY gateway/ gateway/
 COPY gen/ gen/
-RUN pip install .
-# The local model's ONNX export (embedding.runtime onnx, the default), made here once so no pod pays for it at start
-# (seconds, and torch's memory) and the read-only root filesystem is no obstacle: a finished export is only read.
-RUN python -c "import asyncio; from pathlib import Path; from secondbrain.config import EmbeddingSection; \
+# Installed, then the local model's ONNX export (embedding.runtime onnx, the default) made once, here: no pod pays
+# for it at start (seconds, and torch's memory), and the read-only root filesystem is no obstacle (a finished export
+# is only read).
+RUN pip install . && python -c "import asyncio; from pathlib import Path; from secondbrain.config import EmbeddingSection; \
 from secondbrain.embedding import create_embedder; \
 asyncio.run(create_embedder(EmbeddingSection(), models_dir=Path('/opt/secondbrain-models')).ensure_ready())"
 

@@ -4,8 +4,11 @@ grace period longer than the chat stream grace). The Envoy ConfigMap is the temp
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -183,3 +186,28 @@ def test_the_dockerfile_passes_hadolint() -> None:
     hadolint = shutil.which("hadolint") or str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "hadolint")
     result = subprocess.run([hadolint, str(ROOT / "Dockerfile")], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_images_model_export_step_makes_a_cache_the_services_read(tmp_path: Path) -> None:
+    """The Dockerfile's export step, run here as it is written (only its directory changed): it must leave the file
+    a service started with SECONDBRAIN_MODEL_CACHE_DIR pointing there loads without exporting again."""
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8").replace("\\\n", "")
+    step = re.search(r'RUN pip install \. && python -c "(?P<code>[^"]+)"', dockerfile)
+    assert step is not None, "the Dockerfile no longer makes the model's export after installing"
+    code = step["code"].replace("/opt/secondbrain-models", str(tmp_path / "models"))
+    assert "/opt/secondbrain-models" in dockerfile.split("SECONDBRAIN_MODEL_CACHE_DIR=", 1)[1].split()[0]
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300)
+    built = sorted(path.name for path in (tmp_path / "models").glob("*.onnx"))
+    assert len(built) == 1, built
+    check = (
+        "import asyncio, sys\n"
+        "from secondbrain.config import EmbeddingSection, load_settings\n"
+        "from secondbrain.embedding import create_embedder\n"
+        "embedder = create_embedder(EmbeddingSection(), models_dir=load_settings().models_dir)\n"
+        "assert asyncio.run(embedder.embed_query('a question')).shape == (384,)\n"
+        "print('torch' in sys.modules)\n"
+    )
+    env = {**os.environ, "SECONDBRAIN_MODEL_CACHE_DIR": str(tmp_path / "models")}
+    result = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False", "the service exported again instead of reading the image's export"
