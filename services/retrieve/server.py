@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from collections.abc import Mapping
@@ -55,8 +54,9 @@ async def create_server(
         api_token=deps.config.settings.token,
     )
     if retriever.embedder is not None and not one_command:
-        # Load the model now rather than on the first question (seconds, for the local one).
-        running.background.append(asyncio.create_task(_warm_up(retriever.embedder)))
+        # Load the model now rather than on the first question (a fraction of a second for the local one, seconds
+        # the first time, when its export is made); health says SERVING once it is loaded.
+        running.warm_up(_warm_up(retriever.embedder), "embedder warm-up")
     return running
 
 
@@ -64,6 +64,7 @@ async def _warm_up(embedder: Embedder) -> None:
     try:
         await embedder.ensure_ready()
     except SecondbrainError as error:
+        # Retrieval still serves, lexically; its plan says why the vector arm did not run.
         log.warning("embedder not ready", extra={"error": str(error)})
 
 

@@ -16,6 +16,7 @@ from secondbrain.retrieve.server import create_server
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
 from secondbrain.service.access import connect
+from secondbrain.service.health_client import wait_until_serving
 from secondbrain.service.runner import ServiceDeps
 
 TOKEN = "access-test-token-0123456789"
@@ -61,6 +62,7 @@ async def test_a_running_service_is_used_as_it_is(config: Config, db: Database) 
     try:
         console, said = _console()
         address = f"127.0.0.1:{running.port}"
+        assert await wait_until_serving(address, 120), "the service's model did not load"
         async with connect(config, "retrieve", address, pb_grpc.RetrieveServiceStub, console) as stub:
             reply = await stub.Search(pb.SearchRequest(query="alpha", mode=pb.SEARCH_MODE_KEYWORD), timeout=10)
         assert list(reply.hits) == [] and said.getvalue() == ""

@@ -36,6 +36,9 @@ LOOPBACK = "127.0.0.1"
 # When a command ends, calls it left in flight (Ctrl-C cancels them) get this long to finish their cleanup before
 # the command's own servers stop.
 STOP_GRACE_SECONDS = 5.0
+# How long a service that answers but is still starting (loading its model: seconds the first time, when the ONNX
+# export is made) is waited for before the command works in its own process instead.
+STARTING_SECONDS = 30.0
 
 
 @contextlib.asynccontextmanager
@@ -49,9 +52,14 @@ async def streaming(call: Any) -> AsyncIterator[Any]:
 
 
 async def _running(service: str, address: str) -> Health | None:
-    """The health of the `service` serving at `address`; None when none is serving there."""
-    health = await health_of(address, SERVICES[service].grpc_name, rpc_timeout=1.0)
-    return health if health.status == "SERVING" else None
+    """The health of the `service` serving at `address`; None when none is serving there. One still starting
+    (NOT_SERVING while its model loads) is waited for, up to STARTING_SECONDS."""
+    deadline = time.monotonic() + STARTING_SECONDS
+    while True:
+        health = await health_of(address, SERVICES[service].grpc_name, rpc_timeout=1.0)
+        if health.status != "NOT_SERVING" or time.monotonic() > deadline:
+            return health if health.status == "SERVING" else None
+        await asyncio.sleep(0.2)
 
 
 def _serves_ours(health: Health, settings: Settings) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,9 +57,25 @@ class RunningServer:
     service_names: list[str] = field(default_factory=list)
     # Work started with the server (a model warming up, say), cancelled when it stops.
     background: list[asyncio.Task[None]] = field(default_factory=list)
+    # Background work that must end before the server reports SERVING (it takes calls meanwhile; they wait for
+    # what they need): a readiness probe, or `secondbrain up`, then knows the first question will not wait.
+    warming: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def start(self) -> None:
         await self.server.start()
+        if self.warming:
+            self.background.append(asyncio.create_task(self._serving_once_warm(), name="serving once warm"))
+        else:
+            await self.set_status(SERVING)
+
+    def warm_up(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run `work` in the background from now; the server reports SERVING once it has ended (however)."""
+        task = asyncio.create_task(work, name=name)
+        self.background.append(task)
+        self.warming.append(task)
+
+    async def _serving_once_warm(self) -> None:
+        await asyncio.wait(self.warming)
         await self.set_status(SERVING)
 
     async def set_status(self, status: health_pb2.HealthCheckResponse.ServingStatus) -> None:
