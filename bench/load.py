@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -54,6 +56,8 @@ class LoadResult:
     memory: dict[str, list[float]]
     conversations_checked: int
     conversations_wrong: list[str]
+    cpu: dict[str, float] = field(default_factory=dict)
+    """CPU seconds each part used during the load (its process and descendants): what the two cores went to."""
 
     @property
     def errors(self) -> int:
@@ -123,10 +127,16 @@ async def run_load(cluster: Cluster, seconds: float, chats: int, retrieves: int)
                 await asyncio.sleep(10)
 
         sampling = asyncio.create_task(sampler())
+        cpu_before = {name: cpu_seconds(cluster.processes[name]) for name in SERVICES}
+        cpu_before["load clients"] = cpu_seconds(None)
+        postgres_before = cluster_postgres_cpu()
         started = time.monotonic()
         await asyncio.gather(*(chatter(i) for i in range(chats)), *(retriever(i) for i in range(retrieves)))
         elapsed = time.monotonic() - started
         sampling.cancel()
+        cpu = {name: cpu_seconds(cluster.processes[name]) - cpu_before[name] for name in SERVICES}
+        cpu["load clients"] = cpu_seconds(None) - cpu_before["load clients"]
+        cpu["PostgreSQL"] = cluster_postgres_cpu() - postgres_before
         for name in SERVICES:
             memory[name].append(rss_megabytes(cluster.processes[name]))
 
@@ -139,7 +149,7 @@ async def run_load(cluster: Cluster, seconds: float, chats: int, retrieves: int)
             ]
             if len(stored) != 2 * turns or len(complete) != turns:
                 wrong.append(f"{conversation}: {turns} turns finished, {len(stored)} messages stored")
-    return LoadResult(elapsed, chats, retrieves, chat, retrieve, memory, len(finished_turns), wrong)
+    return LoadResult(elapsed, chats, retrieves, chat, retrieve, memory, len(finished_turns), wrong, cpu)
 
 
 async def start_cluster(workdir: Path, postgres: Postgres, notes: int, runtime: str | None = None) -> Cluster:
@@ -176,6 +186,33 @@ async def start_cluster(workdir: Path, postgres: Postgres, notes: int, runtime: 
     return cluster
 
 
+def cpu_seconds(process: asyncio.subprocess.Process | None) -> float:
+    """User + system CPU seconds of `process` and its descendants (None: this process, the load's clients)."""
+    import psutil
+
+    root = psutil.Process(process.pid if process is not None else None)
+    total = 0.0
+    for member in [root, *(root.children(recursive=True) if process is not None else [])]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = member.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def cluster_postgres_cpu() -> float:
+    """CPU seconds of every PostgreSQL process on the machine (the cluster's embedded one is the only one running
+    during a benchmark; its backends are not our children)."""
+    import psutil
+
+    total = 0.0
+    for process in psutil.process_iter(["name"]):
+        if process.info["name"] == "postgres":
+            with contextlib.suppress(psutil.NoSuchProcess):
+                times = process.cpu_times()
+                total += times.user + times.system
+    return total
+
+
 def describe(result: LoadResult) -> list[list[str]]:
     """Rows of (what, figure) for a report."""
     rows = [
@@ -194,6 +231,10 @@ def describe(result: LoadResult) -> list[list[str]]:
             f"{result.conversations_checked - len(result.conversations_wrong)} of {result.conversations_checked}",
         ],
     ]
+    if result.cpu:
+        available = (os.cpu_count() or 1) * result.seconds
+        shares = ", ".join(f"{name} {seconds / available:.0%}" for name, seconds in result.cpu.items())
+        rows.append([f"CPU used (share of {os.cpu_count()} cores' time)", shares])
     for name, samples in result.memory.items():
         if samples:
             # Start, a third of the way, two thirds, end: a leak shows as a steady climb, warm-up as an early step.
