@@ -160,7 +160,8 @@ async def _is_ready(child: Child) -> bool:
 
 
 async def _wait_until_ready(child: Child) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    # Retrieve says SERVING once its model is loaded, which the first time includes making the ONNX export.
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS + (MODEL_TIMEOUT_SECONDS if child.name == "retrieve" else 0)
     while time.monotonic() < deadline:
         if child.process.returncode is not None:
             raise Unavailable(f"the {child.name} server exited with code {child.process.returncode}; see its log above")
@@ -192,10 +193,10 @@ async def _ingest(config: Config, ingest_address: str) -> None:
 
 
 async def _model_loaded(config: Config, retrieve: str) -> None:
-    """Return once the retrieve service can embed a question at once. Its health says SERVING as soon as it listens,
-    while its embedding model loads in the background (`secondbrain.retrieve.server._warm_up`); a semantic search
-    waits for that load, as a first question would. (With no vectors in the index it answers at once: no question
-    would use the model yet.)"""
+    """Return once the retrieve service can embed a question at once, or say why it cannot. Its health says
+    SERVING once its model's load has ended (`secondbrain.retrieve.server._warm_up`), loaded or not: a semantic
+    search tells which, and waits for the load where the service does not wait (one older than that). (With no
+    vectors in the index it answers at once: no question would use the model yet.)"""
     if config.vault.embedding.provider not in LOADS_A_MODEL:
         return
     request = retrieve_pb.SearchRequest(query="warm-up", mode=retrieve_pb.SEARCH_MODE_SEMANTIC, limit=1)
@@ -217,7 +218,10 @@ async def _start(config: Config, logs: RunLogs, children: list[Child]) -> None:
     for name in GRPC_SERVICES:
         children.append(await _spawn(name, config, logs))
     for child in children:
-        await _wait_until_ready(child)
+        ready = asyncio.ensure_future(_wait_until_ready(child))
+        if child.name == "retrieve" and not (await asyncio.wait([ready], timeout=2.0))[0]:
+            _say("secondbrain: loading the embedding model")
+        await ready
     # The gateway comes after what it routes to, the shim before Envoy.
     for name in ("shim", "envoy"):
         children.append(await _spawn(name, config, logs))
