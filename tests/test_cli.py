@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from secondbrain.service.health_client import check_health
+from secondbrain.service.health_client import check_health, wait_until_serving
 from tests.command import run_secondbrain, secondbrain
 from tests.environment import clean_environ
 from tests.service.databases import other_database  # noqa: F401 - a fixture
@@ -48,6 +48,8 @@ async def _serve_and_check(service: str, env: dict[str, str]) -> None:
     try:
         port = await _serving_port(process)
         address = f"127.0.0.1:{port}"
+        # Listening, it may still be loading its model (retrieve): health says SERVING once it has.
+        assert await wait_until_serving(address, 120)
         assert await check_health(address) == "SERVING"
         assert await check_health(address, SERVICE_NAMES[service]) == "SERVING"
         process.send_signal(signal.SIGTERM)

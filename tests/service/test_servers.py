@@ -15,6 +15,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 from secondbrain.db import Database
+from secondbrain.service.health_client import wait_until_serving
 from secondbrain.service.runner import ServiceDeps
 from secondbrain.service.server import RunningServer
 
@@ -44,6 +45,7 @@ async def served(request: pytest.FixtureRequest, config, db: Database) -> AsyncI
     running = await _started(request.param, ServiceDeps(config=config, db=db))
     assert running.port > 0
     address = f"127.0.0.1:{running.port}"
+    assert await wait_until_serving(address, 120), "retrieve says SERVING once its model is loaded"
     channel = grpc.aio.insecure_channel(address)
     try:
         yield Served(request.param, address, channel)
