@@ -189,24 +189,40 @@ class Retriever:
         """The query vectors, or None and why the vector arm cannot run; and the model's name."""
         if self.embedder is None:
             return None, self.embedder_unavailable_reason, ""
-        async with self.db.pool.acquire() as connection:
-            indexed = await current_model(connection)
-        if indexed is None:
-            return None, "nothing has been embedded yet: sync the vault first", ""
+        embedder = self.embedder
+        # Which model the index holds is a round trip to the database, embedding the queries a pass of the model in
+        # a worker thread: started together, a call waits for the longer of the two, not for both. The vectors are
+        # dropped when the index turns out to hold none, or another model's.
+        embedding = asyncio.ensure_future(asyncio.gather(*(embedder.embed_query(query) for query in queries)))
         try:
-            ours = ModelRecord(self.embedder.provider, self.embedder.model, self.embedder.dimension)
-        except SecondbrainError as error:
-            return None, f"the embedder is not ready: {error}", ""
+            async with self.db.pool.acquire() as connection:
+                indexed = await current_model(connection)
+        except BaseException:
+            await _dropped(embedding)
+            raise
+        if indexed is None:
+            await _dropped(embedding)
+            return None, "nothing has been embedded yet: sync the vault first", ""
+        # A model of the table has its dimension known up front, so another model in the index is told before
+        # (and instead of) whatever its embedding did; a model learned from its first vector is checked after.
+        ours = _model_record(embedder)
+        vectors: list[np.ndarray] = []
+        if ours is None or ours == indexed:
+            try:
+                vectors = list(await embedding)
+            except SecondbrainError as error:
+                return None, f"the embedder failed: {error}", ""
+            ours = _model_record(embedder)
+        else:
+            await _dropped(embedding)
+        if ours is None:
+            return None, "the embedder is not ready: its dimension is not known", ""
         if ours != indexed:
             return None, (
                 f"the index was built with {indexed.identity} ({indexed.dimension}-d) but this service embeds with "
                 f"{ours.identity} ({ours.dimension}-d): sync the vault to re-embed it"
             ), ""  # fmt: skip
-        try:
-            vectors = [await self.embedder.embed_query(query) for query in queries]
-        except SecondbrainError as error:
-            return None, f"the embedder failed: {error}", ""
-        return vectors, "", self.embedder.identity
+        return vectors, "", embedder.identity
 
     async def _search(
         self, query: str, filters: Filters, vector: np.ndarray | None, lexical: bool, k: int
@@ -365,3 +381,20 @@ def _passage(number: int, text: PassageText, ranked: RankedChunk) -> Passage:
 def _fields(record: object, of: type) -> dict[str, Any]:
     """The fields of `record` that the dataclass `of` declares, to carry them into a record of another class."""
     return {declared.name: getattr(record, declared.name) for declared in fields(of)}
+
+
+def _model_record(embedder: Embedder) -> ModelRecord | None:
+    """The model `embedder` embeds with, as the index records it; None while its dimension is not known."""
+    try:
+        return ModelRecord(embedder.provider, embedder.model, embedder.dimension)
+    except SecondbrainError:
+        return None
+
+
+async def _dropped(work: asyncio.Future[Any]) -> None:
+    """Cancel `work` and wait for it to end: its result is not wanted. (Waited for with `asyncio.wait`, which
+    raises nothing of its own, so a cancellation of this caller still propagates.)"""
+    work.cancel()
+    await asyncio.wait([work])
+    if not work.cancelled():
+        work.exception()  # retrieved, so asyncio does not report it as never retrieved
