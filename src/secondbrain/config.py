@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -44,6 +45,15 @@ DEFAULT_PORTS = {"ingest": 50051, "retrieve": 50052, "chat": 50053, "shim": 8081
 def default_data_dir() -> Path:
     """The user's data directory for secondbrain; follows XDG_DATA_HOME on Linux."""
     return Path(platformdirs.user_data_dir("secondbrain", appauthor=False))
+
+
+def models_dir_in(env: Mapping[str, str]) -> Path:
+    """`Settings.models_dir` as the variables of `env` configure it, for code that has no Settings (an embedder made
+    outside a service): SECONDBRAIN_MODEL_CACHE_DIR, else models/ in SECONDBRAIN_DATA_DIR or the default."""
+    if configured := env.get(f"{ENV_PREFIX}MODEL_CACHE_DIR"):
+        return Path(configured)
+    data_dir = env.get(f"{ENV_PREFIX}DATA_DIR")
+    return (Path(data_dir) if data_dir else default_data_dir()) / "models"
 
 
 class Settings(BaseSettings):

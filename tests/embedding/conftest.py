@@ -6,6 +6,7 @@ doing, not the test's.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from collections.abc import AsyncIterator, Iterator
@@ -41,6 +42,29 @@ class NetworkGuard:
 _real_connect = socket.socket.connect
 
 
+@contextlib.contextmanager
+def refused_network() -> Iterator[NetworkGuard]:
+    """Every IP connection and name lookup refused (and recorded), with the offline switches out of the
+    environment, so what keeps a load offline is the code's own doing."""
+    guard = NetworkGuard()
+    with pytest.MonkeyPatch.context() as patch:
+        for name in OFFLINE_SWITCHES:
+            patch.delenv(name, raising=False)
+        patch.setattr(socket.socket, "connect", guard.connect)
+        patch.setattr(socket, "getaddrinfo", guard.getaddrinfo)
+        yield guard
+
+
+MIXED_TEXTS = [
+    "We chose Postgres with pgvector for storage, because one database is simpler to run.",
+    "Résumé of the café meeting: naïve caching was dropped.",
+    "def chunk(text: str) -> list[str]:\n    return text.split('\\n\\n')  # paragraphs",
+    "東京で会議。数据库的选择。🚀 emoji and CJK",
+    "[[Project Atlas]] #decision #storage — see 2026-10-03 notes",
+]
+"""Prose, accents, code, CJK with an emoji, and Obsidian syntax: the kinds of text a vault holds."""
+
+
 @dataclass
 class LocalLoad:
     """The session's local embedder and what its load did."""
@@ -57,12 +81,7 @@ async def local_load() -> AsyncIterator[LocalLoad]:
     embedder = create_embedder(EmbeddingSection(provider="local", batch_size=16, runtime="torch"))
     assert isinstance(embedder, LocalEmbedder)
     assert not embedder.loaded, "creating the embedder must not load the model"
-    guard = NetworkGuard()
-    with pytest.MonkeyPatch.context() as patch:
-        for name in OFFLINE_SWITCHES:
-            patch.delenv(name, raising=False)
-        patch.setattr(socket.socket, "connect", guard.connect)
-        patch.setattr(socket, "getaddrinfo", guard.getaddrinfo)
+    with refused_network() as guard:
         await embedder.ensure_ready()
         switches = {name: os.environ.get(name) for name in OFFLINE_SWITCHES}
     yield LocalLoad(embedder, guard.attempts, switches)

@@ -16,14 +16,10 @@ from hypothesis import strategies as st
 
 from secondbrain.embedding.local import LocalEmbedder
 from secondbrain.errors import InvalidInput
-from tests.embedding.conftest import LocalLoad
+from tests.embedding.conftest import MIXED_TEXTS, LocalLoad
 
 TEXTS = [
-    "We chose Postgres with pgvector for storage, because one database is simpler to run.",
-    "Résumé of the café meeting: naïve caching was dropped.",
-    "def chunk(text: str) -> list[str]:\n    return text.split('\\n\\n')  # paragraphs",
-    "東京で会議。数据库的选择。🚀 emoji and CJK",
-    "[[Project Atlas]] #decision #storage — see 2026-10-03 notes",
+    *MIXED_TEXTS,
     "",
     "   \t\n",
     "supercalifragilisticexpialidocious antidisestablishmentarianism",

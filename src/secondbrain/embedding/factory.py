@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from secondbrain.config import ENV_PREFIX, EmbeddingSection, default_data_dir
+from secondbrain.config import EmbeddingSection, models_dir_in
 from secondbrain.embedding.base import Embedder
 from secondbrain.embedding.models import lookup
 from secondbrain.embedding.remote import BatchOptions
@@ -43,7 +43,7 @@ def create_embedder(
         from secondbrain.embedding.local import LocalEmbedder
 
         if models_dir is None:
-            models_dir = env_models_dir(env)
+            models_dir = models_dir_in(env)
         return LocalEmbedder(spec, batch_size=section.batch_size, runtime=section.runtime, cache_dir=models_dir)
 
     context = endpoints()[spec.provider].context(spec.provider, env)
@@ -60,11 +60,3 @@ def create_embedder(
     from secondbrain.embedding.openai_embedder import OpenAIEmbedder
 
     return OpenAIEmbedder(spec, context, **options)
-
-
-def env_models_dir(env: Mapping[str, str]) -> Path:
-    """`Settings.models_dir` as `env` would configure it."""
-    if configured := env.get(f"{ENV_PREFIX}MODEL_CACHE_DIR"):
-        return Path(configured)
-    data_dir = env.get(f"{ENV_PREFIX}DATA_DIR")
-    return (Path(data_dir) if data_dir else default_data_dir()) / "models"

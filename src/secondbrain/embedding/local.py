@@ -118,7 +118,8 @@ class LocalEmbedder(Embedder):
         cache_dir: Path | None = None,
         length_sorted: bool = True,
     ) -> None:
-        """`cache_dir` holds the ONNX export (the ONNX runtimes only; None: `models` in the default data directory).
+        """`cache_dir` holds the ONNX export (the ONNX runtimes only; None: where the environment says, as
+        `Settings.models_dir`).
         `length_sorted=False` batches texts in the order given, as before length sorting, for measuring it."""
         super().__init__(spec)
         self.batch_size = batch_size
@@ -183,9 +184,9 @@ class LocalEmbedder(Embedder):
     def _load_blocking(self) -> SentenceTransformer | OnnxEncoder:
         if self.runtime == "torch":
             return load_model()
-        from secondbrain.config import default_data_dir
+        from secondbrain.config import models_dir_in
 
-        return load_onnx_model(self.cache_dir or default_data_dir() / "models", self.runtime)
+        return load_onnx_model(self.cache_dir or models_dir_in(os.environ), self.runtime)
 
     def _check(self, model: SentenceTransformer | OnnxEncoder) -> None:
         """The table and the weights on disk must agree, or the chunker and the index would be sized wrongly."""
