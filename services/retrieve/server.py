@@ -29,7 +29,9 @@ def build_retriever(config: Config, db: Database, env: Mapping[str, str] | None 
     embedder: Embedder | None = None
     reason = ""
     try:
-        embedder = create_embedder(config.vault.embedding, env, models_dir=config.settings.models_dir)
+        embedder = create_embedder(
+            config.vault.embedding, env, models_dir=config.settings.models_dir, serves_queries=True
+        )
     except SecondbrainError as error:
         reason = f"the embedder cannot start: {error}"
         log.warning("no vector arm", extra={"reason": reason})

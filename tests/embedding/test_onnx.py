@@ -237,6 +237,24 @@ async def test_texts_of_every_length_come_back_in_the_order_given(real_export: E
         np.testing.assert_allclose(await onnx.embed_query(text), together[index], atol=1e-5)
 
 
+async def test_an_embedder_serving_queries_does_not_spin_and_gives_the_same_vectors(
+    real_export: Export, fp32_encoder: OnnxEncoder
+) -> None:
+    def spinning(encoder: OnnxEncoder) -> str:
+        try:
+            return encoder.session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
+        except RuntimeError:  # not set: the runtime's default, which spins
+            return "default"
+
+    queries = LocalEmbedder(SPEC, runtime="onnx", cache_dir=real_export.cache_dir, serves_queries=True)
+    vectors = await queries.embed_documents(TEXTS)
+    encoder = queries.encoder
+    assert isinstance(encoder, OnnxEncoder)
+    assert spinning(encoder) == "0"
+    assert spinning(fp32_encoder) == "default"
+    np.testing.assert_allclose(vectors, fp32_encoder.encode(TEXTS), atol=1e-5)
+
+
 def test_a_pass_runs_in_length_sorted_runs_within_the_token_budget(fp32_encoder: OnnxEncoder) -> None:
     texts = [("long " * 300) + str(index) if index % 3 == 0 else f"short text {index}" for index in range(20)]
     together = fp32_encoder.encode(texts)  # 7 full-window texts: more than one run of TOKENS_PER_RUN

@@ -13,6 +13,7 @@ from secondbrain.config import Config
 from secondbrain.db import Database
 from secondbrain.embedding import lookup
 from secondbrain.embedding.base import Embedder
+from secondbrain.embedding.local import LocalEmbedder
 from secondbrain.errors import FailedPrecondition
 from secondbrain.retrieve.server import build_retriever, create_server
 from secondbrain.retrieve.servicer import SERVICE_NAME
@@ -87,3 +88,8 @@ async def test_a_command_waits_for_a_service_still_loading(config: Config, db: D
         assert list(reply.hits) == [] and said.getvalue() == ""
     finally:
         await running.stop(grace=1)
+
+
+def test_the_retriever_embeds_queries_with_threads_that_sleep_between_passes(config: Config, db: Database) -> None:
+    embedder = build_retriever(config, db).embedder
+    assert isinstance(embedder, LocalEmbedder) and embedder.serves_queries

@@ -30,11 +30,13 @@ def create_embedder(
     *,
     retry: RetryPolicy | None = None,
     models_dir: Path | None = None,
+    serves_queries: bool = False,
 ) -> Embedder:
     """A ready-to-call embedder for `section` (nothing is loaded or contacted yet).
 
     `env` defaults to the process environment; `retry` to the shared policy (tests pass a fast one); `models_dir` is
-    where a local ONNX runtime caches its export (see the module).
+    where a local ONNX runtime caches its export (see the module); `serves_queries` says the process embeds queries
+    as they come rather than documents in bulk, which the local embedder's threads are tuned for.
     Raises ConfigError for a local model that is not the bundled one, FailedPrecondition for a missing key.
     """
     env = os.environ if env is None else env
@@ -44,7 +46,13 @@ def create_embedder(
 
         if models_dir is None:
             models_dir = models_dir_in(env)
-        return LocalEmbedder(spec, batch_size=section.batch_size, runtime=section.runtime, cache_dir=models_dir)
+        return LocalEmbedder(
+            spec,
+            batch_size=section.batch_size,
+            runtime=section.runtime,
+            cache_dir=models_dir,
+            serves_queries=serves_queries,
+        )
 
     context = endpoints()[spec.provider].context(spec.provider, env)
     if context.api_key_env and not context.api_key:

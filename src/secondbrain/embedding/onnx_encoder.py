@@ -30,7 +30,9 @@ TOKENS_PER_RUN = 2048
 class OnnxEncoder:
     """Texts to unit vectors with one ONNX Runtime session. `encode` is blocking: call it in a worker thread."""
 
-    def __init__(self, onnx_path: Path, model_dir: Path, threads: int) -> None:
+    def __init__(self, onnx_path: Path, model_dir: Path, threads: int, *, spinning: bool = True) -> None:
+        """`spinning=False` puts the runtime's threads to sleep as soon as they run out of work, where by default
+        they spin for more (see `LocalEmbedder`'s `serves_queries`)."""
         import onnxruntime
         import tokenizers
 
@@ -47,6 +49,8 @@ class OnnxEncoder:
         options.inter_op_num_threads = 1
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if not spinning:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3  # errors only: its warnings about unused initializers are noise in our log
         self.session: onnxruntime.InferenceSession = onnxruntime.InferenceSession(
             str(onnx_path), options, providers=["CPUExecutionProvider"]
