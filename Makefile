@@ -116,7 +116,7 @@ bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (about
 	$(BIN)/python -m bench.ingest
 	$(BIN)/python -m bench.embedder --write
 	$(BIN)/python -m bench.runtime_quality
-	$(BIN)/python -m bench.load --seconds 60 --runtimes torch onnx
+	$(BIN)/python -m bench.load --seconds 60 --runtimes torch onnx --rounds 3
 	$(BIN)/python -m bench.retrieve
 	$(BIN)/python -m bench.chat
 	$(BIN)/python -m bench.gateway
