@@ -111,4 +111,5 @@ async def create_server(
 
 
 async def main(config: Config, port: int | None = None) -> None:
-    await serve("chat", config, create_server, port)
+    # Its statements hold no session settings, locks or listeners.
+    await serve("chat", config, create_server, port, session_state=False)

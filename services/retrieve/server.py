@@ -71,4 +71,5 @@ async def _warm_up(embedder: Embedder) -> None:
 
 
 async def main(config: Config, port: int | None = None) -> None:
-    await serve("retrieve", config, create_server, port)
+    # Its statements keep their settings in `SET LOCAL` (store/statement.py) and hold no locks or listeners.
+    await serve("retrieve", config, create_server, port, session_state=False)

@@ -77,3 +77,26 @@ def test_redact_hides_only_the_password() -> None:
     assert redact("postgresql://me:s3cret@db:5432/notes") == "postgresql://me:***@db:5432/notes"
     assert redact("postgresql://me@db/notes") == "postgresql://me@db/notes"
     assert redact("postgresql://postgres:@/postgres?host=/tmp/x") == "postgresql://postgres:@/postgres?host=/tmp/x"
+
+
+async def _session_after_release(settings: Settings, *, session_state: bool) -> tuple[str, bool]:
+    """What a one-connection pool's next user finds after the last one set a session variable and left a transaction
+    open: the variable's value, and whether a transaction is still open."""
+    db = await Database.open(settings.model_copy(update={"db_pool_max_size": 1}), session_state=session_state)
+    try:
+        async with db.pool.acquire() as connection:
+            await connection.execute("SET application_name = 'left behind'")
+            await connection.execute("BEGIN")
+        async with db.pool.acquire() as connection:
+            return await connection.fetchval("SHOW application_name"), connection.is_in_transaction()
+    finally:
+        await db.close()
+
+
+async def test_a_pool_resets_sessions_unless_its_process_keeps_no_session_state(config) -> None:
+    settings = config.settings
+    default, open_transaction = await _session_after_release(settings, session_state=True)
+    assert default != "left behind" and not open_transaction
+    # Retrieve and chat keep nothing in a session, so their pools skip the reset round trip; a transaction left
+    # open is still rolled back.
+    assert await _session_after_release(settings, session_state=False) == ("left behind", False)

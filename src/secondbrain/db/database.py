@@ -107,6 +107,11 @@ async def _init_connection(connection: asyncpg.Connection) -> None:
     await register_vector(connection)
 
 
+async def _keep_session(connection: asyncpg.Connection) -> None:
+    """A pool's reset for a process whose statements leave nothing in a session (see `Database.open`): nothing to
+    run. asyncpg has already rolled back a transaction left open and dropped the connection's listeners."""
+
+
 @dataclass
 class Database:
     """The pool a process shares, and where it points."""
@@ -116,9 +121,14 @@ class Database:
     embedded: bool
 
     @classmethod
-    async def open(cls, settings: Settings) -> Database:
+    async def open(cls, settings: Settings, *, session_state: bool = True) -> Database:
         """Connect to DATABASE_URL or the embedded server, check pgvector, migrate (unless
-        SECONDBRAIN_MIGRATE_ON_START is false: a migration Job does it), and pool connections."""
+        SECONDBRAIN_MIGRATE_ON_START is false: a migration Job does it), and pool connections.
+
+        `session_state=False` says this process's statements leave nothing in a connection's session: no
+        session-level SET, advisory lock, LISTEN or cursor outside a transaction (settings go in `SET LOCAL`). Its
+        pool then takes a connection back without asyncpg's reset statement (unlocking, unlistening, `RESET ALL`),
+        a round trip to the server on every release: three or four for each Retrieve."""
         embedded = settings.database_url is None
         dsn = await start_embedded(settings.embedded_pgdata) if embedded else settings.database_url
         assert dsn is not None
@@ -141,6 +151,7 @@ class Database:
             min_size=1,
             max_size=settings.db_pool_max_size,
             init=_init_connection,
+            reset=None if session_state else _keep_session,
             timeout=settings.db_connect_timeout_seconds,
             command_timeout=60,
         )

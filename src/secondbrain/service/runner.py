@@ -27,12 +27,20 @@ class ServiceDeps:
 CreateServer = Callable[[str, ServiceDeps], Awaitable[RunningServer]]
 
 
-async def serve(service: str, config: Config, create_server: CreateServer, port: int | None = None) -> None:
-    """Serve `service` on the configured host and its port (or `port`) until SIGTERM or SIGINT."""
+async def serve(
+    service: str,
+    config: Config,
+    create_server: CreateServer,
+    port: int | None = None,
+    *,
+    session_state: bool = True,
+) -> None:
+    """Serve `service` on the configured host and its port (or `port`) until SIGTERM or SIGINT. `session_state=False`:
+    the service leaves nothing in a database session, so its pool skips the reset on release (`Database.open`)."""
     settings = config.settings
     configure_logging(settings.log_level, settings.log_format, service=service)
     configure_tracing(service)
-    db = await Database.open(settings)
+    db = await Database.open(settings, session_state=session_state)
     address = f"{settings.host}:{settings.port_for(service) if port is None else port}"
     deps = ServiceDeps(config=config, db=db)
     # Its health checks say which database it serves, so a command configured for another one does not use it.
