@@ -29,9 +29,7 @@ COPY gen/ gen/
 # Installed, then the local model's ONNX export (embedding.runtime onnx, the default) made once, here: no pod pays
 # for it at start (seconds, and torch's memory), and the read-only root filesystem is no obstacle (a finished export
 # is only read).
-RUN pip install . && python -c "import asyncio; from pathlib import Path; from secondbrain.config import EmbeddingSection; \
-from secondbrain.embedding import create_embedder; \
-asyncio.run(create_embedder(EmbeddingSection(), models_dir=Path('/opt/secondbrain-models')).ensure_ready())"
+RUN pip install . && secondbrain prepare-model --models-dir /opt/secondbrain-models
 
 # --- the runtime -------------------------------------------------------------------------------------------------
 FROM python:3.11-slim-bookworm

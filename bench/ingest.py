@@ -29,6 +29,7 @@ from secondbrain.ingest.chunker import ChunkBudget, chunk_note
 from secondbrain.ingest.events import SyncFinished
 from secondbrain.ingest.note import parse_note
 from secondbrain.ingest.pipeline import Ingestor
+from tests.environment import clean_environ
 from tests.wire import OllamaServer
 
 OBSIDIAN_HELP = Path(__file__).resolve().parents[2] / "shared" / "data" / "vaults" / "obsidian-help"
@@ -169,17 +170,15 @@ async def local_ingest_in_this_process(runtime: str, data_dir: Path) -> dict:
         await db.close()
 
 
-async def prepare(runtime: str, data_dir: Path) -> None:
-    """Load the model once, so a runtime's one-time export (which imports torch) is not in the measured process."""
-    await create_embedder(EmbeddingSection(runtime=runtime), models_dir=data_dir / "models").ensure_ready()  # type: ignore[arg-type]
-
-
 def local_ingest(runtime: str, data_dir: Path) -> dict:
     """The local ingest of Obsidian Help with `runtime`, in a process of its own (its peak RSS is its own), after a
     process of its own has made the runtime's export, if it has one."""
+    # The runtime's one-time export (which imports torch) is made first, so it is not in the measured process.
     subprocess.run(
-        [sys.executable, "-m", "bench.ingest", "--prepare", runtime, "--data-dir", str(data_dir)], check=True
-    )
+        [sys.executable, "-m", "secondbrain", "prepare-model", "--runtime", runtime, "--models-dir",
+         str(data_dir / "models")],
+        env=clean_environ(), check=True,
+    )  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "bench.ingest", "--local-only", runtime, "--data-dir", str(data_dir)],
         capture_output=True, text=True, check=True,
@@ -290,12 +289,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--notes", type=int, default=10_000, help="notes in the generated vault (default 10000)")
     parser.add_argument("--local-only", choices=RUNTIMES, help="only the local ingest with this runtime, as JSON")
-    parser.add_argument("--prepare", choices=RUNTIMES, help="only load this runtime once (its export, if any)")
-    parser.add_argument("--data-dir", type=Path, help="with --local-only or --prepare: the data directory to use")
+    parser.add_argument("--data-dir", type=Path, help="with --local-only: the data directory to use")
     arguments = parser.parse_args()
-    if arguments.prepare:
-        asyncio.run(prepare(arguments.prepare, arguments.data_dir))
-    elif arguments.local_only:
+    if arguments.local_only:
         os.environ.pop("DATABASE_URL", None)
         print(json.dumps(asyncio.run(local_ingest_in_this_process(arguments.local_only, arguments.data_dir))))
     else:

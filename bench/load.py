@@ -26,6 +26,7 @@ from pathlib import Path
 import httpx2
 
 from bench.report import table, write_section
+from tests.environment import clean_environ
 from tests.reliability.cluster import SERVICES, Cluster, Postgres, rss_megabytes
 from tests.reliability.vault import TOPICS, write_vault
 
@@ -165,12 +166,10 @@ async def start_cluster(workdir: Path, postgres: Postgres, notes: int, runtime: 
         extra_env={"SECONDBRAIN_CHAT_MESSAGES_PER_MINUTE": "0", "SECONDBRAIN_MODEL_CACHE_DIR": str(models)},
     )  # fmt: skip
     embedding = {} if runtime is None else {"runtime": runtime}
-    prepare = (
-        "import asyncio, sys; from pathlib import Path; from secondbrain.config import EmbeddingSection as E; "
-        "from secondbrain.embedding import create_embedder; "
-        "asyncio.run(create_embedder(E.model_validate_json(sys.argv[1]), models_dir=Path(sys.argv[2])).ensure_ready())"
+    prepare = ["prepare-model", "--models-dir", str(models), *(["--runtime", runtime] if runtime else [])]
+    done = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "secondbrain", *prepare, env=clean_environ(), stdout=asyncio.subprocess.DEVNULL
     )
-    done = await asyncio.create_subprocess_exec(sys.executable, "-c", prepare, json.dumps(embedding), str(models))
     if await done.wait() != 0:
         raise RuntimeError("loading the local model failed")
     cluster.write_settings(embedding=embedding)

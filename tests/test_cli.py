@@ -97,6 +97,28 @@ def test_migrate_wait_applies_nothing_and_waits_for_the_schema(empty_database: s
     assert "schema is up to date" in ready.stdout and "applied" not in ready.stdout
 
 
+def test_prepare_model_reads_a_cached_export_and_says_where_it_is(tmp_path: Path) -> None:
+    # The session's export (conftest.py); that a fresh directory gets one made is the Dockerfile's test.
+    env = _clean_env(SECONDBRAIN_DATA_DIR=str(tmp_path))
+    result = secondbrain("prepare-model", env=env)
+    assert result.returncode == 0, result.stderr
+    cache = env["SECONDBRAIN_MODEL_CACHE_DIR"]
+    assert "on onnx" in result.stdout and f"its export is in {cache}" in result.stdout
+
+
+def test_prepare_model_explains_what_it_cannot_do(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "secondbrain.json").write_text('{"embedding": {"provider": "openai"}}')
+    remote = secondbrain("prepare-model", "--vault", str(vault), env=_clean_env(SECONDBRAIN_DATA_DIR=str(tmp_path)))
+    assert remote.returncode == 0 and "nothing to prepare" in remote.stdout and "'openai'" in remote.stdout
+    a_file = tmp_path / "models"
+    a_file.write_text("not a directory")
+    refused = secondbrain("prepare-model", "--models-dir", str(a_file), env=_clean_env())
+    assert refused.returncode == 1 and "is a file; give a directory" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
 def test_unreachable_database_is_a_clear_error(service_env: dict[str, str]) -> None:
     env = {**service_env, "DATABASE_URL": "postgresql://me:hunter2@127.0.0.1:9/notes"}
     result = secondbrain("serve", "retrieve", "--port", "0", env=env)
@@ -122,7 +144,7 @@ def test_health_of_nothing_running_fails(service_env: dict[str, str]) -> None:
 def test_help_explains_every_command(service_env: dict[str, str]) -> None:
     result = secondbrain("--help", env=service_env)
     assert result.returncode == 0
-    for command in ("serve", "up", "migrate", "health"):
+    for command in ("serve", "up", "migrate", "prepare-model", "health"):
         assert command in result.stdout
 
 

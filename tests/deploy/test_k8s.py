@@ -18,6 +18,7 @@ import yaml
 
 from secondbrain.config import Settings, load_settings
 from secondbrain.gateway.envoy_config import kubernetes_layout, render
+from tests.environment import clean_environ
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
@@ -192,11 +193,14 @@ def test_the_images_model_export_step_makes_a_cache_the_services_read(tmp_path: 
     """The Dockerfile's export step, run here as it is written (only its directory changed): it must leave the file
     a service started with SECONDBRAIN_MODEL_CACHE_DIR pointing there loads without exporting again."""
     dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8").replace("\\\n", "")
-    step = re.search(r'RUN pip install \. && python -c "(?P<code>[^"]+)"', dockerfile)
+    pattern = r"RUN pip install \. && secondbrain (?P<command>prepare-model --models-dir (?P<dir>\S+))"
+    step = re.search(pattern, dockerfile)
     assert step is not None, "the Dockerfile no longer makes the model's export after installing"
-    code = step["code"].replace("/opt/secondbrain-models", str(tmp_path / "models"))
-    assert "/opt/secondbrain-models" in dockerfile.split("SECONDBRAIN_MODEL_CACHE_DIR=", 1)[1].split()[0]
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300)
+    assert step["dir"] == dockerfile.split("SECONDBRAIN_MODEL_CACHE_DIR=", 1)[1].split()[0]
+    arguments = step["command"].replace(step["dir"], str(tmp_path / "models")).split()
+    env = {**clean_environ(), "SECONDBRAIN_DATA_DIR": str(tmp_path / "data")}
+    command = [sys.executable, "-m", "secondbrain", *arguments]
+    subprocess.run(command, env=env, check=True, capture_output=True, timeout=300)
     built = sorted(path.name for path in (tmp_path / "models").glob("*.onnx"))
     assert len(built) == 1, built
     check = (

@@ -7,7 +7,7 @@ package holds the commands of one idea; service code is imported inside a comman
 
 from __future__ import annotations
 
-from secondbrain.cli import assistants, database, evaluation, index, query, servers
+from secondbrain.cli import assistants, database, evaluation, index, model, query, servers
 from secondbrain.cli.app import app
 
 app.command()(servers.serve)
@@ -21,6 +21,7 @@ app.command()(query.ask)
 app.command()(assistants.mcp)
 app.command("eval")(evaluation.evaluate)
 app.command()(database.migrate)
+app.command("prepare-model")(model.prepare_model)
 app.command()(servers.health)
 
 __all__ = ["app"]
