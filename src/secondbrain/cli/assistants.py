@@ -12,7 +12,7 @@ def mcp() -> None:
     """Serve your notes to an assistant over MCP on stdin/stdout (Claude Desktop, Claude Code and Cursor start it).
 
     Tools: search_notes, retrieve_passages, read_note, list_notes, note_links and ask; every note is also a
-    resource, note://<path>. It uses the running services when they answer (`secondbrain up`), else serves them in
+    resource, `note://<path>`. It uses the running services when they answer (`secondbrain up`), else serves them in
     this process over the same database. Nothing but the protocol is written to stdout; messages go to stderr.
     """
     run(_serve(config_with()))

@@ -46,7 +46,7 @@ def serve(
     port: Annotated[
         int | None,
         typer.Option(
-            help="Port to listen on (0: any free port); default from SECONDBRAIN_<SERVICE>_PORT "
+            help="Port to listen on (0: any free port); default from `SECONDBRAIN_<SERVICE>_PORT` "
             "(SECONDBRAIN_GATEWAY_PORT for envoy)."
         ),
     ] = None,
