@@ -124,9 +124,9 @@ class LocalEmbedder(Embedder):
         `length_sorted=False` batches texts in the order given, as before length sorting, for measuring it.
         `serves_queries`: this process embeds queries as they come, between other work on the same cores (the
         retrieve service). ONNX Runtime's threads then sleep when a pass ends instead of spinning for more work:
-        measured under load through the gateway on 2 cores, the spinning cost the retrieve process 13-14 ms of CPU
+        measured under load through the gateway on 2 cores, the spinning cost the retrieve process 11-14 ms of CPU
         a retrieve against 8-9 without, for about 0.3 ms on a lone query. Back-to-back passes over documents (an
-        ingest run) keep the spinning, 20% faster there. (torch's threads are left as they are.)"""
+        ingest run) keep the spinning, 12-25% faster there. (torch's threads are left as they are.)"""
         super().__init__(spec)
         self.batch_size = batch_size
         self.runtime: Runtime = runtime
