@@ -37,8 +37,9 @@ from secondbrain.retrieve.v1 import retrieve_service_pb2 as retrieve_pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as retrieve_grpc
 from secondbrain.service.auth import open_channel
 from secondbrain.service.health_client import check_health
+from secondbrain.service.registry import SERVICES
 
-GRPC_SERVICES = ("ingest", "retrieve", "chat")
+GRPC_SERVICES = tuple(SERVICES)
 STARTUP_TIMEOUT_SECONDS = 60.0
 # Embedders that load a model before their first vector: the bundled local one (seconds), and Ollama's (into its
 # server). A remote API has nothing to load, and asking it for a vector would be a paid call at every start.
@@ -159,9 +160,13 @@ async def _is_ready(child: Child) -> bool:
         return False
 
 
+def _loads_model(child: Child) -> bool:
+    """Whether `child` reports ready only once its embedding model has loaded (the registry says which)."""
+    return child.name in SERVICES and SERVICES[child.name].loads_model
+
+
 async def _wait_until_ready(child: Child) -> None:
-    # Retrieve says SERVING once its model is loaded, which the first time includes making the ONNX export.
-    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS + (MODEL_TIMEOUT_SECONDS if child.name == "retrieve" else 0)
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS + (MODEL_TIMEOUT_SECONDS if _loads_model(child) else 0)
     while time.monotonic() < deadline:
         if child.process.returncode is not None:
             raise Unavailable(f"the {child.name} server exited with code {child.process.returncode}; see its log above")
@@ -219,7 +224,7 @@ async def _start(config: Config, logs: RunLogs, children: list[Child]) -> None:
         children.append(await _spawn(name, config, logs))
     for child in children:
         ready = asyncio.ensure_future(_wait_until_ready(child))
-        if child.name == "retrieve" and not (await asyncio.wait([ready], timeout=2.0))[0]:
+        if _loads_model(child) and not (await asyncio.wait([ready], timeout=2.0))[0]:
             _say("secondbrain: loading the embedding model")
         await ready
     # The gateway comes after what it routes to, the shim before Envoy.

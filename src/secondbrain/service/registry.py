@@ -39,6 +39,9 @@ class Service:
     grpc_name: str
     # The services this one calls: run in a CLI process, it uses the running ones, and starts the others beside it.
     calls: tuple[str, ...] = ()
+    # Its health says SERVING only once its embedding model has loaded (the first time, after making the model's
+    # ONNX export): whoever waits for it to be ready allows for that.
+    loads_model: bool = False
 
     def server(self) -> ServerModule:
         """The service's server module, imported now: a command loads only the services it uses."""
@@ -49,7 +52,9 @@ SERVICES: dict[str, Service] = {
     service.name: service
     for service in (
         Service("ingest", ingest_service_pb2.DESCRIPTOR.services_by_name["IngestService"].full_name),
-        Service("retrieve", retrieve_service_pb2.DESCRIPTOR.services_by_name["RetrieveService"].full_name),
+        Service(
+            "retrieve", retrieve_service_pb2.DESCRIPTOR.services_by_name["RetrieveService"].full_name, loads_model=True
+        ),
         Service("chat", chat_service_pb2.DESCRIPTOR.services_by_name["ChatService"].full_name, calls=("retrieve",)),
     )
 }
