@@ -20,8 +20,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx2
 
@@ -29,6 +31,9 @@ from bench.report import table, write_section
 from tests.environment import clean_environ
 from tests.reliability.cluster import SERVICES, Cluster, Postgres, rss_megabytes
 from tests.reliability.vault import TOPICS, write_vault
+
+if TYPE_CHECKING:
+    import psutil
 
 QUESTIONS = [f"How is the {topic} kept in the morning?" for topic in TOPICS]
 
@@ -190,12 +195,7 @@ def cpu_seconds(process: asyncio.subprocess.Process | None) -> float:
     import psutil
 
     root = psutil.Process(process.pid if process is not None else None)
-    total = 0.0
-    for member in [root, *(root.children(recursive=True) if process is not None else [])]:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            times = member.cpu_times()
-            total += times.user + times.system
-    return total
+    return _cpu_of([root, *(root.children(recursive=True) if process is not None else [])])
 
 
 def cluster_postgres_cpu() -> float:
@@ -203,12 +203,18 @@ def cluster_postgres_cpu() -> float:
     during a benchmark; its backends are not our children)."""
     import psutil
 
+    return _cpu_of(process for process in psutil.process_iter(["name"]) if process.info["name"] == "postgres")
+
+
+def _cpu_of(processes: Iterable[psutil.Process]) -> float:
+    """User + system CPU seconds of `processes`, those that ended meanwhile left out."""
+    import psutil
+
     total = 0.0
-    for process in psutil.process_iter(["name"]):
-        if process.info["name"] == "postgres":
-            with contextlib.suppress(psutil.NoSuchProcess):
-                times = process.cpu_times()
-                total += times.user + times.system
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = process.cpu_times()
+            total += times.user + times.system
     return total
 
 
