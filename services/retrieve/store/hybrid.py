@@ -29,6 +29,12 @@ BM25_B = 0.75
 # no headings, so a section is the whole abstract): lexical nDCG@10 0.685 at 0, 0.691 at 0.5, 0.690 at 1 and 2; it
 # also helps the Obsidian Help questions (docs/benchmarks.md, retrieval tuning log).
 SECTION_WEIGHT = 0.5
+# A query word that no chunk has stands for an indexed word it differs from by an ending of at most this many letters
+# (the stemmer leaves "joiner" and "joinery", "kilometres" and "kilometers" apart), both at least this long. Shorter
+# words and longer endings found other words: "cost" found "costa" (a name), "mess" "messag", "folder" "fold",
+# "straight" "straightforward" (docs/benchmarks.md, retrieval tuning log).
+STAND_IN_MIN_LETTERS = 5
+STAND_IN_ENDING_LETTERS = 2
 # Postings read per query lexeme, best first. Only lexemes in more chunks than this are cut, and their IDF is low.
 MAX_POSTINGS_PER_LEXEME = 2000
 
@@ -74,9 +80,39 @@ _CANDIDATES = """
                greatest(total_length, 1)::float8 / greatest(sections, 1) AS avgsection
         FROM corpus_stats
     ),
+    known AS (
+        SELECT s.lexeme, s.df FROM query_lexemes q JOIN lexeme_stats s ON s.lexeme = q.lexeme
+    ),
+    -- A query word no chunk has stands for the indexed word it differs from by an ending of at most
+    -- {stand_in_letters} letters, the closer the better, then the commoner ("joiner" for "joinery", "kilometres" for
+    -- "kilometers": the stemmer gives each a lexeme of its own). Both at least {stand_in_min} letters long; words of
+    -- a hyphenated compound are searched by its parts already. The range is on `lexeme_stats_prefix_idx`.
+    unknown AS (
+        SELECT lexeme FROM query_lexemes
+        WHERE lexeme NOT IN (SELECT lexeme FROM known) AND strpos(lexeme, '-') = 0
+          AND length(lexeme) >= {stand_in_min}
+    ),
+    stand_ins AS (
+        SELECT DISTINCT ON (u.lexeme) f.lexeme, f.df
+        FROM unknown u
+        CROSS JOIN LATERAL (
+            SELECT s.lexeme, s.df FROM lexeme_stats s
+            WHERE s.lexeme = ANY (ARRAY(
+                SELECT left(u.lexeme, n) FROM generate_series(
+                    greatest({stand_in_min}, length(u.lexeme) - {stand_in_letters}), length(u.lexeme) - 1
+                ) AS n
+            ))
+            UNION ALL
+            SELECT s.lexeme, s.df FROM lexeme_stats s
+            WHERE s.lexeme COLLATE "C" > u.lexeme COLLATE "C"
+              AND s.lexeme COLLATE "C" < (u.lexeme || chr(1114111)) COLLATE "C"
+              AND length(s.lexeme) <= length(u.lexeme) + {stand_in_letters}
+        ) f
+        ORDER BY u.lexeme, abs(length(f.lexeme) - length(u.lexeme)), f.df DESC, f.lexeme
+    ),
     terms AS (
-        SELECT s.lexeme, ln(1 + (corpus.n - s.df + 0.5) / (s.df + 0.5)) AS idf
-        FROM query_lexemes q JOIN lexeme_stats s ON s.lexeme = q.lexeme CROSS JOIN corpus
+        SELECT t.lexeme, ln(1 + (corpus.n - t.df + 0.5) / (t.df + 0.5)) AS idf
+        FROM (SELECT lexeme, df FROM known UNION SELECT lexeme, df FROM stand_ins) t CROSS JOIN corpus
     ),
     -- The most a chunk could score: every term at saturation, in the chunk and in its section. BM25 divided by it is
     -- a share in [0, 1] that says how much of the question a chunk matches, comparable with a cosine similarity.
@@ -231,6 +267,8 @@ def candidates_statement(
         chunk_bm25=_bm25("p.idf", "p.tf", "p.length", "corpus.avgdl"),
         k=k_param,
         sections_allowed=allowed("c.id"),
+        stand_in_min=STAND_IN_MIN_LETTERS,
+        stand_in_letters=STAND_IN_ENDING_LETTERS,
         section_bm25=_bm25("t.idf", "t.tf", "l.length", "corpus.avgsection"),
         section_weight=SECTION_WEIGHT,
         saturated=(BM25_K1 + 1) * (1 + SECTION_WEIGHT),

@@ -86,6 +86,32 @@ async def test_a_candidate_one_arm_did_not_reach_is_still_scored_by_it(pool: asy
     assert zeppelin.fused == pytest.approx(VECTOR_WEIGHT * 0.6 + (1 - VECTOR_WEIGHT) * share)
 
 
+WORKSHOP = (
+    note("kitchen.md", "k", chunks=[(["Contractors"], "Joinery by Costa, quote 6,200 euros.", 0.1)]),
+    note("trip.md", "t", chunks=[(["Budget"], "The flat costs 820 euros.", 0.1)]),
+    note("road.md", "r", chunks=[([], "Twelve kilometers of road.", 0.1)]),
+)
+
+
+async def test_a_query_word_no_chunk_has_stands_for_a_near_indexed_form(pool: asyncpg.Pool) -> None:
+    await write(pool, *WORKSHOP)
+
+    async def lexical(query: str) -> list[str]:
+        return [path for path, _ in await ranked(pool, query, None)]
+
+    # The stemmer keeps "joiner" and "joinery" ("joineri") apart, and British and American spellings.
+    assert await lexical("joiner") == ["kitchen.md"]
+    assert await lexical("kilometres") == ["road.md"]
+    # A word the index has is searched as it is ("costs" finds "cost", not "Costa"), and a short unknown word stands
+    # for nothing: "cos" is not "cost" nor "costa".
+    assert await lexical("costs") == ["trip.md"]
+    assert await lexical("cos") == []
+    # The stand-in scores as the word would, against the same best possible score.
+    joiner = (await ranked(pool, "joiner", None))[0][1]
+    joinery = (await ranked(pool, "joinery", None))[0][1]
+    assert joiner.fused == pytest.approx(joinery.fused)
+
+
 async def test_reciprocal_rank_fusion_is_the_other_choice(pool: asyncpg.Pool) -> None:
     await write(pool, *AIRSHIPS)
     fused = await ranked(pool, "zeppelin", fusion=Fusion("rrf"))
