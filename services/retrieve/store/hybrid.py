@@ -86,7 +86,8 @@ _CANDIDATES = """
     -- A query word no chunk has stands for the indexed word it differs from by an ending of at most
     -- {stand_in_letters} letters, the closer the better, then the commoner ("joiner" for "joinery", "kilometres" for
     -- "kilometers": the stemmer gives each a lexeme of its own). Both at least {stand_in_min} letters long; words of
-    -- a hyphenated compound are searched by its parts already. The range is on `lexeme_stats_prefix_idx`.
+    -- a hyphenated compound are searched by its parts already. The longer forms are a range of
+    -- `lexeme_stats_prefix_idx` (byte order): from the word to the word with its last letter the next one up.
     unknown AS (
         SELECT lexeme FROM query_lexemes
         WHERE lexeme NOT IN (SELECT lexeme FROM known) AND strpos(lexeme, '-') = 0
@@ -105,7 +106,7 @@ _CANDIDATES = """
             UNION ALL
             SELECT s.lexeme, s.df FROM lexeme_stats s
             WHERE s.lexeme COLLATE "C" > u.lexeme COLLATE "C"
-              AND s.lexeme COLLATE "C" < (u.lexeme || chr(1114111)) COLLATE "C"
+              AND s.lexeme COLLATE "C" < (left(u.lexeme, -1) || chr(ascii(right(u.lexeme, 1)) + 1)) COLLATE "C"
               AND length(s.lexeme) <= length(u.lexeme) + {stand_in_letters}
         ) f
         ORDER BY u.lexeme, abs(length(f.lexeme) - length(u.lexeme)), f.df DESC, f.lexeme

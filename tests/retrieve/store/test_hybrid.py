@@ -106,6 +106,8 @@ async def test_a_query_word_no_chunk_has_stands_for_a_near_indexed_form(pool: as
     # for nothing: "cos" is not "cost" nor "costa".
     assert await lexical("costs") == ["trip.md"]
     assert await lexical("cos") == []
+    # Words ending in a letter outside ASCII are looked up alike (the range's end is that letter's successor).
+    assert await lexical("brûlé crème") == []
     # The stand-in scores as the word would, against the same best possible score.
     joiner = (await ranked(pool, "joiner", None))[0][1]
     joinery = (await ranked(pool, "joinery", None))[0][1]
