@@ -117,15 +117,22 @@ class NoteIndexer:
             return budget
         return replace(budget, max_tokens=budget.max_tokens - CONTEXT_TOKENS)
 
+    def readable_tokens(self) -> int:
+        """The most tokens a chunk may have and still be embedded whole (with its context line, when enriching)."""
+        return self.embedder.max_document_tokens - (CONTEXT_TOKENS if self.contextualizer is not None else 0)
+
     def prepare(self, path: str, text: str, mtime: float, size: int, is_new: bool) -> PreparedNote:
         note = parse_note(path, text)
         chunks = chunk_note(note, self.budget(), self.embedder.count_tokens)
         warnings = list(note.warnings)
+        readable = self.readable_tokens()
         for chunk in chunks:
-            if chunk.oversized:
+            # A code block or table over the chunk budget is kept whole; only past what the embedder reads is any of
+            # it lost to the search by meaning (the lexical index and the passages keep all of it).
+            if chunk.token_count > readable:
                 warnings.append(
                     f"lines {chunk.start_line}-{chunk.end_line}: a code block or table of {chunk.token_count} tokens "
-                    f"is longer than the embedder reads ({self.embedder.window}); its end is not embedded"
+                    f"is longer than the embedder reads ({readable}); the search by meaning sees only its head"
                 )
         if not chunks:
             warnings.append("the note has no text to index")

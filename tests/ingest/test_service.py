@@ -148,6 +148,22 @@ async def test_deleted_note_goes_with_its_chunks(ingest: Ingest) -> None:
     assert status.notes == 1
 
 
+async def test_only_a_block_longer_than_the_embedder_reads_is_reported(ingest: Ingest) -> None:
+    """A code block over the chunk budget (400 tokens here) stays one chunk, embedded whole while the embedder can
+    read it (text-embedding-3-small: 8,191 tokens); only past that does the sync say its tail is not embedded."""
+    ingest.vault.configure(embedding={"provider": "openai"})
+    ingest.vault.write("Long.md", "# Long\n\n```\n" + "word " * 600 + "\n```\n")
+    ingest.vault.write("Huge block.md", "# Huge block\n\n```\n" + "word " * 9_000 + "\n```\n")
+
+    done = files(await ingest.sync())
+    assert done["Long.md"].outcome == pb.FILE_OUTCOME_ADDED and list(done["Long.md"].warnings) == []
+    huge = done["Huge block.md"]
+    assert huge.outcome == pb.FILE_OUTCOME_ADDED
+    assert [w for w in huge.warnings if "longer than the embedder reads (8191)" in w and "only its head" in w], (
+        huge.warnings
+    )
+
+
 async def test_bad_files_fail_one_by_one_and_the_rest_goes_on(ingest: Ingest, tmp_path) -> None:
     ingest.vault.configure(embedding={"provider": "openai"}, ingest={"max_file_bytes": 100_000})
     ingest.vault.write("Good.md", ARCHITECTURE)

@@ -139,10 +139,14 @@ class Embedder(ABC):
                 " (the model table or the provider's model is not what it seems; check embedding.model)"
             )
 
-    def _note_truncation(self, index: int, tokens: int, kept: int) -> None:
-        """Count and log one cut input; the text itself is never logged (it is someone's private notes)."""
+    def _note_truncation(self, index: int, tokens: int, kept: int, *, foreseen: bool) -> None:
+        """Count and log one cut input; the text itself is never logged (it is someone's private notes). A cut our
+        own count foresaw (`foreseen`) is logged at INFO: ingest has told whoever syncs which chunks are longer than
+        the embedder reads (`NoteIndexer.prepare`), and a warning per input repeated that on the terminal of
+        `secondbrain up`, across its progress display. A cut only the provider knew of is a warning."""
         self.truncated += 1
-        log.warning(
+        log.log(
+            logging.INFO if foreseen else logging.WARNING,
             "embedding input too long for the model; embedded its head only",
             extra={"model": self.identity, "input": index, "tokens": tokens, "kept_tokens": kept},
         )

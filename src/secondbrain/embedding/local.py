@@ -214,7 +214,7 @@ class LocalEmbedder(Embedder):
         lengths = [self.count_tokens(text) for text in inputs]
         for index, tokens in enumerate(lengths):
             if tokens > budget:
-                self._note_truncation(index, tokens, budget)
+                self._note_truncation(index, tokens, budget, foreseen=True)
         # Shortest first, so each batch holds texts of like length and little padding is computed (see the module).
         order = sorted(range(len(inputs)), key=lengths.__getitem__) if self.length_sorted else range(len(inputs))
         ordered = [inputs[index] for index in order]

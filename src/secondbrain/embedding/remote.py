@@ -138,7 +138,7 @@ class RemoteEmbedder(Embedder):
                 f"input {index} is too long for {self.identity} and cannot be cut to fit ({tokens} tokens)"
             )
         head = self._counter.truncate(text, kept)
-        self._note_truncation(index, tokens, kept)
+        self._note_truncation(index, tokens, kept, foreseen=tokens > self.max_document_tokens)
         try:
             return await self._send([prefix + head])
         except InputTooLong:
