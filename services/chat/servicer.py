@@ -23,9 +23,9 @@ from secondbrain.chat.turn import Delta, Done, Error, Sources, TurnEvent
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.errors import ResourceExhausted, Unavailable
-from secondbrain.llm import ChatMessage
-from secondbrain.service.convert import ROLE_VALUES, ROLE_WORDS, timestamp
+from secondbrain.service.convert import ROLE_VALUES, timestamp
 from secondbrain.service.error_mapping import status_for
+from secondbrain.service.history import history_from
 from secondbrain.v1 import retrieval_pb2 as common
 
 Event = TypeVar("Event", pb.SendMessageResponse, pb.AnswerResponse)
@@ -247,10 +247,9 @@ class ChatServicer(pb_grpc.ChatServiceServicer):
         self, request: pb.AnswerRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.AnswerResponse]:
         self.limiter.check(client_of(context, self.limiter.trusted_hops))
-        history = [ChatMessage(ROLE_WORDS.get(m.role, "unknown"), m.content) for m in request.history]
         turn = self.chat.turns.answer(
             request.content,
-            history,  # type: ignore[arg-type]
+            history_from(request.history),
             list(request.filters.folders),
             list(request.filters.tags),
             request.provider,

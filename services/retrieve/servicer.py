@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 import grpc
 
 from secondbrain.errors import InvalidInput
-from secondbrain.llm import ChatMessage
 from secondbrain.retrieve import note_reading
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.modes import Mode
@@ -16,7 +15,7 @@ from secondbrain.retrieve.pipeline import Done, Passage, Plan, RetrievalOptions,
 from secondbrain.retrieve.store import StoredLink
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
-from secondbrain.service.convert import ROLE_WORDS
+from secondbrain.service.history import history_from
 from secondbrain.service.observe import RETRIEVE_STAGE
 from secondbrain.v1 import retrieval_pb2 as common
 
@@ -44,15 +43,6 @@ SEARCH_MODES: dict[pb.SearchMode.ValueType, Mode] = {
 
 def filters_from(message: common.RetrievalFilters) -> Filters:
     return Filters.parse(list(message.folders), list(message.tags))
-
-
-def history_from(messages: list[common.HistoryMessage]) -> list[ChatMessage]:
-    history = []
-    for position, message in enumerate(messages):
-        if message.role not in ROLE_WORDS:
-            raise InvalidInput(f"history[{position}].role must be MESSAGE_ROLE_USER or MESSAGE_ROLE_ASSISTANT")
-        history.append(ChatMessage(ROLE_WORDS[message.role], message.content))  # type: ignore[arg-type]
-    return history
 
 
 def options_from(request: pb.RetrieveRequest, retriever: Retriever) -> RetrievalOptions:
@@ -139,7 +129,7 @@ class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
     ) -> AsyncIterator[pb.RetrieveResponse]:
         options = options_from(request, self.retriever)
         filters = filters_from(request.filters)
-        history = history_from(list(request.history))
+        history = history_from(request.history)
         async for event in self.retriever.retrieve(request.query, history, filters, options):
             yield retrieve_event(event)
 

@@ -69,7 +69,7 @@ async def test_an_answer_may_name_its_provider_and_model(stack: ChatStack) -> No
         (pb.AnswerRequest(content=QUESTION, provider="openai", model="gpt-0"), "gpt-0"),
         (
             pb.AnswerRequest(content=QUESTION, history=[common.HistoryMessage(content="who wrote this?")]),
-            "must be 'user' or 'assistant'",
+            "history[0].role must be MESSAGE_ROLE_USER or MESSAGE_ROLE_ASSISTANT",
         ),
     ],
 )
