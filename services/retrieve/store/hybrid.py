@@ -1,7 +1,8 @@
 """Hybrid chunk retrieval in one statement per query (what a chat turn reads).
 
-The top k chunks by BM25 (postings read through their primary key, one range per query lexeme), ordered by their
-BM25 plus a share of their heading section's, and the top k by cosine distance (the partial HNSW index of the
+The top k chunks by BM25 (postings read through their primary key, one range per query lexeme; a query word no chunk
+has stands for the indexed word it differs from by a short ending), ordered by their BM25 plus a share of their
+heading section's, and the top k by cosine distance (the partial HNSW index of the
 model's dimension). Every candidate either arm found is then scored by both: its BM25 from the postings already read
 (0 when it has none of the query's words) and its cosine similarity, computed for the lexical arm's candidates the
 vector arm did not reach. The two are fused (`secondbrain.retrieve.fusion`). Filters and quoted phrases/exclusions
