@@ -117,23 +117,10 @@ class NoteIndexer:
             return budget
         return replace(budget, max_tokens=budget.max_tokens - CONTEXT_TOKENS)
 
-    def readable_tokens(self) -> int:
-        """The most tokens a chunk may have and still be embedded whole (with its context line, when enriching)."""
-        return self.embedder.max_document_tokens - (CONTEXT_TOKENS if self.contextualizer is not None else 0)
-
     def prepare(self, path: str, text: str, mtime: float, size: int, is_new: bool) -> PreparedNote:
         note = parse_note(path, text)
         chunks = chunk_note(note, self.budget(), self.embedder.count_tokens)
         warnings = list(note.warnings)
-        readable = self.readable_tokens()
-        for chunk in chunks:
-            # A code block or table over the chunk budget is kept whole; only past what the embedder reads is any of
-            # it lost to the search by meaning (the lexical index and the passages keep all of it).
-            if chunk.token_count > readable:
-                warnings.append(
-                    f"lines {chunk.start_line}-{chunk.end_line}: a code block or table of {chunk.token_count} tokens "
-                    f"is longer than the embedder reads ({readable}); the search by meaning sees only its head"
-                )
         if not chunks:
             warnings.append("the note has no text to index")
         return PreparedNote(
@@ -155,12 +142,29 @@ class NoteIndexer:
                 prepared.contexts = await self.contextualizer.contexts(prepared.note, prepared.chunks)
             except SecondbrainError as error:
                 prepared.warnings.append(f"embedded without context lines: {error}")
+        self._warn_of_cut_chunks(prepared)
         if known is None:
             return
         async with self.db.pool.acquire() as connection:
             stored = await store.existing_vectors(connection, known.id)
         for position, chunk in enumerate(prepared.chunks):
             prepared.vectors[position] = stored.get((chunk.content, prepared.contexts[position]))
+
+    def _warn_of_cut_chunks(self, prepared: PreparedNote) -> None:
+        """Say which chunks are longer than the embedder reads, counted as they will be embedded (with their context
+        lines). A code block or table over the chunk budget is kept whole; only past what the embedder reads is any
+        of it lost to the search by meaning (the lexical index and the passages keep all of it)."""
+        readable = self.embedder.max_document_tokens
+        for position, chunk in enumerate(prepared.chunks):
+            context = prepared.contexts[position]
+            tokens = self.embedder.count_tokens(prepared.embed_text(position)) if context else chunk.token_count
+            if tokens > readable:
+                with_context = " with its context line" if context else ""
+                prepared.warnings.append(
+                    f"lines {chunk.start_line}-{chunk.end_line}: a code block or table of {tokens} tokens"
+                    f"{with_context} is longer than the embedder reads ({readable}); the search by meaning sees only "
+                    "its head"
+                )
 
     async def embed(self, group: Sequence[PreparedNote]) -> int:
         """Embed every chunk of `group` that has no vector yet, in one call; returns how many were embedded."""

@@ -97,6 +97,11 @@ async def test_an_over_long_document_is_embedded_and_its_truncation_counted(
     # The count is the model's own tokenizer's, so ingest has reported the chunk already: not a second warning.
     assert cut.levelname == "INFO"
     assert "storage decision" not in cut.getMessage()  # the note's text is never logged
+    # A question cut to the window is nobody's report but this one: a warning.
+    caplog.clear()
+    await local_embedder.embed_query(long_note)
+    [cut] = [record for record in caplog.records if "embedded its head only" in record.getMessage()]
+    assert cut.levelname == "WARNING"
 
 
 async def test_empty_input_gives_an_empty_matrix_and_blank_text_is_refused(local_embedder: LocalEmbedder) -> None:

@@ -86,12 +86,13 @@ _CANDIDATES = """
     ),
     -- A query word no chunk has stands for the indexed word it differs from by an ending of at most
     -- {stand_in_letters} letters, the closer the better, then the commoner ("joiner" for "joinery", "kilometres" for
-    -- "kilometers": the stemmer gives each a lexeme of its own). Both at least {stand_in_min} letters long; words of
-    -- a hyphenated compound are searched by its parts already. The longer forms are a range of
-    -- `lexeme_stats_prefix_idx` (byte order): from the word to the word with its last letter the next one up.
+    -- "kilometers": the stemmer gives each a lexeme of its own). Both are words of at least {stand_in_min} letters:
+    -- not numbers, versions or host names (an ID the notes lack is not another ID), nor a hyphenated compound, whose
+    -- parts are searched already. The longer forms are a range of `lexeme_stats_prefix_idx` (byte order): from the
+    -- word to the word with its last letter the next one up.
     unknown AS (
         SELECT lexeme FROM query_lexemes
-        WHERE lexeme NOT IN (SELECT lexeme FROM known) AND strpos(lexeme, '-') = 0
+        WHERE lexeme NOT IN (SELECT lexeme FROM known) AND lexeme ~ '^[[:alpha:]]+$'
           AND length(lexeme) >= {stand_in_min}
     ),
     stand_ins AS (
@@ -107,9 +108,15 @@ _CANDIDATES = """
             UNION ALL
             SELECT s.lexeme, s.df FROM lexeme_stats s
             WHERE s.lexeme COLLATE "C" > u.lexeme COLLATE "C"
-              AND s.lexeme COLLATE "C" < (left(u.lexeme, -1) || chr(ascii(right(u.lexeme, 1)) + 1)) COLLATE "C"
+              AND s.lexeme COLLATE "C" < (
+                  CASE WHEN getdatabaseencoding() = 'UTF8' OR octet_length(right(u.lexeme, 1)) = 1
+                       THEN left(u.lexeme, -1) || chr(ascii(right(u.lexeme, 1)) + 1)
+                       ELSE u.lexeme  -- no successor to name outside UTF-8: no longer forms
+                  END
+              ) COLLATE "C"
               AND length(s.lexeme) <= length(u.lexeme) + {stand_in_letters}
         ) f
+        WHERE f.lexeme ~ '^[[:alpha:]]+$'
         ORDER BY u.lexeme, abs(length(f.lexeme) - length(u.lexeme)), f.df DESC, f.lexeme
     ),
     terms AS (

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from contextvars import ContextVar
 from types import TracebackType
 from typing import Self
 
@@ -36,6 +37,9 @@ from secondbrain.embedding.tokens import TokenCounter, counter_for
 from secondbrain.errors import FailedPrecondition, InvalidInput
 
 log = logging.getLogger(__name__)
+# Whether this task is embedding documents (`embed_documents`) rather than a question: per task, so an ingest run and
+# a question on one embedder do not mix.
+_EMBEDDING_DOCUMENTS: ContextVar[bool] = ContextVar("embedding_documents", default=False)
 
 
 class Embedder(ABC):
@@ -91,7 +95,11 @@ class Embedder(ABC):
         if not texts:
             await self.ensure_ready()
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return self._finish(await self._embed(list(texts), self.spec.document_prefix), len(texts))
+        embedding_documents = _EMBEDDING_DOCUMENTS.set(True)
+        try:
+            return self._finish(await self._embed(list(texts), self.spec.document_prefix), len(texts))
+        finally:
+            _EMBEDDING_DOCUMENTS.reset(embedding_documents)
 
     async def embed_query(self, text: str) -> np.ndarray:
         """The vector for a question, float32 `(dimension,)`, with the model's query prefix applied."""
@@ -140,13 +148,14 @@ class Embedder(ABC):
             )
 
     def _note_truncation(self, index: int, tokens: int, kept: int, *, foreseen: bool) -> None:
-        """Count and log one cut input; the text itself is never logged (it is someone's private notes). A cut our
-        own count foresaw (`foreseen`) is logged at INFO: ingest has told whoever syncs which chunks are longer than
-        the embedder reads (`NoteIndexer.prepare`), and a warning per input repeated that on the terminal of
-        `secondbrain up`, across its progress display. A cut only the provider knew of is a warning."""
+        """Count and log one cut input; the text itself is never logged (it is someone's private notes). A document
+        cut that our own count foresaw (`foreseen`) is logged at INFO: ingest has told whoever syncs which chunks are
+        longer than the embedder reads (`NoteIndexer`), and a warning per input repeated that on the terminal of
+        `secondbrain up`, across its progress display. A cut query, or one only the provider knew of, is a warning."""
         self.truncated += 1
+        reported = foreseen and _EMBEDDING_DOCUMENTS.get()
         log.log(
-            logging.INFO if foreseen else logging.WARNING,
+            logging.INFO if reported else logging.WARNING,
             "embedding input too long for the model; embedded its head only",
             extra={"model": self.identity, "input": index, "tokens": tokens, "kept_tokens": kept},
         )

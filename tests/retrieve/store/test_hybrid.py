@@ -89,7 +89,9 @@ async def test_a_candidate_one_arm_did_not_reach_is_still_scored_by_it(pool: asy
 WORKSHOP = (
     note("kitchen.md", "k", chunks=[(["Contractors"], "Joinery by Costa, quote 6,200 euros.", 0.1)]),
     note("trip.md", "t", chunks=[(["Budget"], "The flat costs 820 euros.", 0.1)]),
-    note("road.md", "r", chunks=[([], "Twelve kilometers of road.", 0.1)]),
+    note("road.md", "r", chunks=[([], "Twelve kilometers of road.", 0.1), ([], "Order 123456, version 2.0.12.", 0.1)]),
+    # A made-up word whose shorter form ends in a letter outside ASCII.
+    note("dessert.md", "d", chunks=[([], "A brûléex for two.", 0.1)]),
 )
 
 
@@ -107,7 +109,10 @@ async def test_a_query_word_no_chunk_has_stands_for_a_near_indexed_form(pool: as
     assert await lexical("costs") == ["trip.md"]
     assert await lexical("cos") == []
     # Words ending in a letter outside ASCII are looked up alike (the range's end is that letter's successor).
-    assert await lexical("brûlé crème") == []
+    assert await lexical("brûlé") == ["dessert.md"]
+    # Numbers and versions stand for nothing: an ID the notes lack is not another ID.
+    assert await lexical("12345") == []
+    assert await lexical("2.0.1") == []
     # The stand-in scores as the word would, against the same best possible score.
     joiner = (await ranked(pool, "joiner", None))[0][1]
     joinery = (await ranked(pool, "joinery", None))[0][1]
