@@ -24,6 +24,10 @@ from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
 from secondbrain.service.access import connect, in_process, streaming
 
+# Warnings a sync prints before it only counts the rest (a vault of long tables has one per table): a failed note is
+# always printed, and --json lists every warning.
+WARNINGS_SHOWN = 10
+
 STATE_NAMES = {value: pb.FileState.Name(value).removeprefix("FILE_STATE_").lower() for value in pb.FileState.values()}
 
 
@@ -51,6 +55,8 @@ class SyncView:
         self.task = self.progress.add_task("files", total=None, detail="")
         self.started = time.monotonic()
         self.summary: pb.SyncDone | None = None
+        self.warnings_shown = 0
+        self.warnings_hidden = 0
 
     def __enter__(self) -> SyncView:
         self.progress.__enter__()
@@ -86,6 +92,10 @@ class SyncView:
         if file.outcome == pb.FILE_OUTCOME_FAILED:
             self.console.print(f"[red]✗ {file.path}[/red]: {file.error}")
         for warning in file.warnings:
+            if self.warnings_shown == WARNINGS_SHOWN:
+                self.warnings_hidden += 1
+                continue
+            self.warnings_shown += 1
             self.console.print(f"[yellow]! {file.path}[/yellow]: {warning}")
 
     def print_summary(self) -> None:
@@ -97,6 +107,12 @@ class SyncView:
             f"{t.updated} updated, {t.unchanged} unchanged, {t.deleted} deleted, {t.failed} failed; "
             f"{t.chunks_embedded} chunks embedded."
         )
+        if self.warnings_hidden:
+            more = "warning" if self.warnings_hidden == 1 else "warnings"
+            self.console.print(
+                f"[yellow]! {self.warnings_hidden} more {more} not shown[/yellow]: "
+                "`secondbrain ingest --json` lists every one."
+            )
 
 
 async def run_ingest(

@@ -47,6 +47,16 @@ async def test_ingest_in_process_prints_progress_and_a_summary(vault: Vault, cli
     assert "openai:text-embedding-3-small (1536-d)" in stdout
 
 
+async def test_a_sync_prints_ten_warnings_and_counts_the_rest(vault: Vault, cli_env: dict[str, str]) -> None:
+    for number in range(13):
+        vault.write(f"Broken {number:02}.md", "---\ntitle: [unclosed\n---\n# Still here\n\nBody text survives.\n")
+    code, _, stderr = await run_secondbrain("ingest", str(vault.root), env=cli_env)
+    assert code == 0, stderr
+    shown = [line for line in stderr.splitlines() if line.startswith("! Broken")]
+    assert len(shown) == 10, stderr
+    assert "! 3 more warnings not shown: `secondbrain ingest --json` lists every one." in stderr
+
+
 async def test_ingest_json_lines_and_exit_code_on_a_failed_note(vault: Vault, cli_env: dict[str, str]) -> None:
     vault.write("Good.md", ARCHITECTURE_NOTE)
     (vault.root / "Bad.md").write_bytes(b"\x00binary")
