@@ -244,6 +244,10 @@ class IngestSection(_Section):
     )
 
 
+# How the bundled local model runs (`embedding.runtime`): read by the embedder, offered by `secondbrain prepare-model`.
+LocalRuntime = Literal["torch", "onnx", "onnx-int8"]
+
+
 class EmbeddingSection(_Section):
     """`embedding` in secondbrain.json: which model turns chunks into vectors, and optional enrichment."""
 
@@ -251,7 +255,7 @@ class EmbeddingSection(_Section):
     model: str | None = Field(default=None, description="None takes the provider's default model.")
     batch_size: int = Field(default=32, ge=1, le=2048)
     concurrency: int = Field(default=2, ge=1, le=32, description="Embedding requests in flight at once.")
-    runtime: Literal["torch", "onnx", "onnx-int8"] = Field(
+    runtime: LocalRuntime = Field(
         default="onnx",
         description="How the local model runs (local provider only): onnx, an ONNX Runtime export of the bundled "
         "weights made once at first use (SECONDBRAIN_MODEL_CACHE_DIR), about 2-3x torch's speed with the same vectors; "

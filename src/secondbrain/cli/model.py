@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, get_args
 
 import typer
 
 from secondbrain.cli.app import VaultOption, config_with, run
+from secondbrain.config import LocalRuntime
 
-
-class Runtime(StrEnum):
-    torch = "torch"
-    onnx = "onnx"
-    onnx_int8 = "onnx-int8"
+# The choices of --runtime, from the setting's own (an Enum, which Typer offers as choices).
+Runtime = StrEnum("Runtime", {runtime: runtime for runtime in get_args(LocalRuntime)})
 
 
 def prepare_model(

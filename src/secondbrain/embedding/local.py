@@ -29,10 +29,11 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from secondbrain.config import LocalRuntime as Runtime
 from secondbrain.embedding.base import Embedder
 from secondbrain.embedding.models import ModelSpec
 from secondbrain.errors import FailedPrecondition
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Runtime = Literal["torch", "onnx", "onnx-int8"]
 INT8_SUFFIX = "+onnx-int8"
 """Appended to the model's name in its identity under the int8 runtime: its vectors are another model's."""
 
