@@ -55,8 +55,7 @@ class SyncView:
         self.task = self.progress.add_task("files", total=None, detail="")
         self.started = time.monotonic()
         self.summary: pb.SyncDone | None = None
-        self.warnings_shown = 0
-        self.warnings_hidden = 0
+        self.warnings = 0
 
     def __enter__(self) -> SyncView:
         self.progress.__enter__()
@@ -92,11 +91,9 @@ class SyncView:
         if file.outcome == pb.FILE_OUTCOME_FAILED:
             self.console.print(f"[red]✗ {file.path}[/red]: {file.error}")
         for warning in file.warnings:
-            if self.warnings_shown == WARNINGS_SHOWN:
-                self.warnings_hidden += 1
-                continue
-            self.warnings_shown += 1
-            self.console.print(f"[yellow]! {file.path}[/yellow]: {warning}")
+            self.warnings += 1
+            if self.warnings <= WARNINGS_SHOWN:
+                self.console.print(f"[yellow]! {file.path}[/yellow]: {warning}")
 
     def print_summary(self) -> None:
         if self.summary is None or self.as_json:
@@ -107,11 +104,11 @@ class SyncView:
             f"{t.updated} updated, {t.unchanged} unchanged, {t.deleted} deleted, {t.failed} failed; "
             f"{t.chunks_embedded} chunks embedded."
         )
-        if self.warnings_hidden:
-            more = "warning" if self.warnings_hidden == 1 else "warnings"
+        hidden = self.warnings - WARNINGS_SHOWN
+        if hidden > 0:
+            more = "warning" if hidden == 1 else "warnings"
             self.console.print(
-                f"[yellow]! {self.warnings_hidden} more {more} not shown[/yellow]: "
-                "`secondbrain ingest --json` lists every one."
+                f"[yellow]! {hidden} more {more} not shown[/yellow]: `secondbrain ingest --json` lists every one."
             )
 
 

@@ -135,8 +135,9 @@ class NoteIndexer:
         )
 
     async def add_contexts_and_known_vectors(self, prepared: PreparedNote, known: store.IndexedFile | None) -> None:
-        """Give the note its context lines, then the stored vector of every chunk whose content and context are
-        unchanged (contexts first: they are half of what a vector is kept by)."""
+        """Give the note its context lines (and say which chunks are then longer than the embedder reads), then the
+        stored vector of every chunk whose content and context are unchanged (contexts first: they are half of what a
+        vector is kept by)."""
         if self.contextualizer is not None and prepared.chunks:
             try:
                 prepared.contexts = await self.contextualizer.contexts(prepared.note, prepared.chunks)
