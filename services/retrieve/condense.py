@@ -26,7 +26,7 @@ from typing import Any, Literal
 from secondbrain.config import Config
 from secondbrain.errors import ConfigError, SecondbrainError
 from secondbrain.llm import EXTRACTIVE, ChatMessage, ChatProvider, ChatRequest, ProviderCatalog, complete_json
-from secondbrain.llm.extractive import terms
+from secondbrain.llm.extractive import quoted_only, terms
 from secondbrain.llm.structured import MalformedReply
 from secondbrain.llm.tokens import fit_history, truncate_to_tokens
 
@@ -133,10 +133,22 @@ def with_earlier_turns(message: str, history: Sequence[ChatMessage]) -> PlannedQ
     0.80 (Rust by Example); the joined query alone, or only the earlier questions without their answers, less.
     """
     recent = [m for m in history if m.content.strip()][-2 * FALLBACK_EXCHANGES :]
-    if not recent:
+    parts = [m.content if m.role == "user" else _cut(_answer_words(m.content), FALLBACK_ANSWER_TOKENS) for m in recent]
+    parts = [part for part in parts if part.strip()]
+    if not parts:
         return None
-    parts = [m.content if m.role == "user" else _cut(m.content, FALLBACK_ANSWER_TOKENS) for m in recent]
     return PlannedQuery(_clean(" ".join([*parts, message])), "with_history")
+
+
+# An answer's citation markers ([1], [2, 3]) and block-quote markers: numbers and punctuation, not its subject.
+_CITATIONS = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
+_QUOTE_MARKERS = re.compile(r"^\s*>+", re.MULTILINE)
+
+
+def _answer_words(answer: str) -> str:
+    """What an earlier answer says about its subject: without the quoting provider's own sentences ("No language
+    model is configured, ...", which would otherwise be searched as the conversation) and citation markers."""
+    return quoted_only(_QUOTE_MARKERS.sub(" ", _CITATIONS.sub("", answer)))
 
 
 def _key(text: str) -> str:

@@ -26,6 +26,13 @@ RRF_K = 60
 # train and the three vaults' own question sets over 0.40-0.75 in steps of 0.05; 0.55-0.70 is a plateau.
 VECTOR_WEIGHT = 0.6
 
+# In a hybrid ranking, a chunk's own score and its note's (the note's best cosine and best BM25 share, fused the same
+# way) are averaged with this weight on the note's, and the share of the question's code tokens it contains verbatim
+# is added times VERBATIM_WEIGHT. Chosen on the sets written before the comparison and SciFact's train split: see
+# docs/benchmarks.md, retrieval tuning log, "Evidence for a note, and code as written".
+NOTE_WEIGHT = 0.5
+VERBATIM_WEIGHT = 0.1
+
 FusionKind = Literal["weighted", "rrf"]
 
 
@@ -37,13 +44,24 @@ class Fusion:
     vector_weight: float = VECTOR_WEIGHT
 
     def sql(self, *, lexical_rank: str, vector_rank: str, similarity: str, lexical_share: str) -> str:
-        """The SQL expression of a candidate's fused score. The arguments are SQL expressions: its rank in each arm
-        (NULL outside that arm's top k), its cosine similarity (NULL without a vector arm) and its BM25 score as a
-        share of the most the query could score (0 without a lexical arm)."""
+        """The SQL expression of a candidate's own score from its two arms. The arguments are SQL expressions: its
+        rank in each arm (NULL outside that arm's top k), its cosine similarity (NULL without a vector arm) and its
+        BM25 score as a share of the most the query could score (0 without a lexical arm)."""
         if self.kind == "rrf":
             return rrf_sql(lexical_rank, vector_rank)
         weight = self.vector_weight
         return f"{weight} * coalesce({similarity}, 0) + {1 - weight} * {lexical_share}"
+
+    def hybrid_sql(self, *, own: str, note_similarity: str, note_lexical_share: str, verbatim_share: str) -> str:
+        """The SQL expression of a candidate's fused score when both arms ran: its own score (`sql`) with its note's
+        evidence and the question's code it contains verbatim (see the module's docstring). The arguments are SQL
+        expressions: the candidate's own score, the best cosine similarity and the best BM25 share among its note's
+        candidates, and the share of the question's code tokens it contains."""
+        if self.kind == "rrf":
+            return own
+        weight = self.vector_weight
+        note = f"({weight} * {note_similarity} + {1 - weight} * {note_lexical_share})"
+        return f"({own} + {NOTE_WEIGHT} * {note}) / {1 + NOTE_WEIGHT} + {VERBATIM_WEIGHT} * {verbatim_share}"
 
 
 DEFAULT_FUSION = Fusion()
@@ -71,6 +89,10 @@ class Candidate:
     lexical_rank: int | None
     vector_rank: int | None
     fused: float
+    # The evidence it was fused from: its BM25 as a share of the most the query could score (0 with no query word),
+    # and its cosine similarity to the query (None without a vector arm).
+    lexical_share: float = 0.0
+    similarity: float | None = None
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from secondbrain.config import Config, RetrieveSection, Settings, VaultConfig
 from secondbrain.errors import ConfigError
-from secondbrain.llm import ChatMessage, ProviderCatalog
+from secondbrain.llm import ChatMessage, ChatRequest, ProviderCatalog, SourcePassage, TextDelta
+from secondbrain.llm.extractive import PREAMBLE, ExtractiveProvider
 from secondbrain.llm.tokens import count_tokens
 from secondbrain.providers import RetryPolicy
 from secondbrain.retrieve.condense import (
@@ -44,7 +45,7 @@ FOLLOW_UP = "why those parameters?"
 # With no model to rewrite it, a follow-up is searched as typed and after the turns before it, fused.
 JOINED = PlannedQuery(
     "How did I set up the pgvector index for the notes table? You built an HNSW index with m = 16 and "
-    "ef_construction = 64 [1]. why those parameters?",
+    "ef_construction = 64. why those parameters?",
     "with_history",
 )
 WITHOUT_MODEL = [PlannedQuery(FOLLOW_UP, "original"), JOINED]
@@ -315,6 +316,32 @@ async def test_without_a_model_a_follow_up_is_joined_with_its_last_exchanges_and
     # A broad first message (no turns before it) has nothing to join: it is searched as typed.
     first = await Condenser(None, None).condense("kitchen", [])
     assert first.queries == [PlannedQuery("kitchen", "original")]
+
+
+async def quoted_answer(question: str, passages: list[SourcePassage]) -> str:
+    """What the quoting provider answers, as a conversation stores it."""
+    request = ChatRequest(model="extractive", messages=[ChatMessage("user", question)], passages=passages)
+    return "".join([e.text async for e in ExtractiveProvider().stream(request) if isinstance(e, TextDelta)])
+
+
+async def test_without_a_model_a_follow_up_searches_what_a_quoting_answer_quoted_not_its_own_words() -> None:
+    question = "What worktop did we choose?"
+    quoting = await quoted_answer(question, [SourcePassage(1, "Kitchen\n\nThe worktop is oiled oak from Costa.")])
+    unmatched = await quoted_answer(question, [SourcePassage(1, "Garden\n\nTomatoes need sun.", title="Garden")])
+    nothing = await quoted_answer(question, [])
+    assert quoting.startswith(PREAMBLE) and "[1]" in quoting
+    for answer in (quoting, unmatched, nothing):
+        history = [ChatMessage("user", question), ChatMessage("assistant", answer)]
+        _, joined = (await Condenser(None, None).condense("and its price?", history)).queries
+        for canned in ("language model", "quoting", "passages", "[1]", "shares enough words"):
+            assert canned not in joined.text, (canned, joined.text)
+    history = [ChatMessage("user", question), ChatMessage("assistant", quoting)]
+    _, joined = (await Condenser(None, None).condense("and its price?", history)).queries
+    assert joined.text == "What worktop did we choose? The worktop is oiled oak from Costa. and its price?"
+    # The notes a "nothing matches" answer names are kept: they are what was found.
+    history = [ChatMessage("user", question), ChatMessage("assistant", unmatched)]
+    _, joined = (await Condenser(None, None).condense("and its price?", history)).queries
+    assert "Garden" in joined.text
 
 
 async def test_create_condenser_uses_the_chat_default_and_the_configured_timeout(server: OpenAIServer) -> None:

@@ -93,7 +93,7 @@ async def test_condensing_a_follow_up_and_its_fallback(stack: Stack) -> None:
     assert [(q.text, q.kind) for q in plan.queries] == [
         ("and why?", common.QUERY_KIND_ORIGINAL),
         (
-            "What did we decide about the hangar? You chose the zeppelin hangar [1]. and why?",
+            "What did we decide about the hangar? You chose the zeppelin hangar. and why?",
             common.QUERY_KIND_WITH_HISTORY,
         ),
     ]

@@ -21,6 +21,7 @@ import numpy as np
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.fusion import DEFAULT_FUSION, Candidate, Fusion
 from secondbrain.retrieve.store.statement import Params, Statement, deadline_after, fetch
+from secondbrain.retrieve.verbatim import code_tokens, pattern
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -148,7 +149,7 @@ _CANDIDATES = """
     ),
     {vector_top},
     candidates AS (
-        SELECT c.id AS chunk_id, c.file_id, c.heading_path
+        SELECT c.id AS chunk_id, c.file_id, c.heading_path, {verbatim_share} AS verbatim_share
         FROM vault_chunks c
         WHERE c.id IN (SELECT chunk_id FROM lexical_top UNION SELECT chunk_id FROM vector_top)
     ),
@@ -173,7 +174,8 @@ _CANDIDATES = """
         GROUP BY t.file_id, t.heading_path
     ),
     lexical AS (
-        SELECT c.chunk_id, coalesce(s.score, 0) + {section_weight} * coalesce(t.score, 0) AS score
+        SELECT c.chunk_id, c.file_id, c.verbatim_share,
+               coalesce(s.score, 0) + {section_weight} * coalesce(t.score, 0) AS score
         FROM candidates c
         LEFT JOIN chunk_scores s USING (chunk_id)
         LEFT JOIN section_scores t USING (file_id, heading_path)
@@ -183,15 +185,29 @@ _CANDIDATES = """
         FROM lexical WHERE chunk_id IN (SELECT chunk_id FROM lexical_top)
     ),
     {similarity},
-    fused AS (
-        SELECT c.chunk_id, l.rank AS lexical_rank, v.rank AS vector_rank, {fused_score} AS fused
+    scored AS (
+        SELECT c.chunk_id, c.file_id, c.verbatim_share, l.rank AS lexical_rank, v.rank AS vector_rank,
+               c.score / best_possible.score AS lexical_share, s.similarity
         FROM lexical c
         CROSS JOIN best_possible
         LEFT JOIN lexical_ranked l USING (chunk_id)
         LEFT JOIN vector_top v USING (chunk_id)
         LEFT JOIN similarity s USING (chunk_id)
+    ),
+    -- A note's evidence: the best of each arm over its candidates, which may be different chunks (one matching the
+    -- question's words, another its meaning).
+    with_notes AS (
+        SELECT *, max(coalesce(similarity, 0)) OVER note AS note_similarity,
+               max(lexical_share) OVER note AS note_lexical_share
+        FROM scored
+        WINDOW note AS (PARTITION BY file_id)
+    ),
+    fused AS (
+        SELECT chunk_id, lexical_rank, vector_rank, lexical_share, similarity, {fused_score} AS fused
+        FROM with_notes
     )
-    SELECT fused.chunk_id, c.file_id, c.chunk_index, fused.lexical_rank, fused.vector_rank, fused.fused
+    SELECT fused.chunk_id, c.file_id, c.chunk_index, fused.lexical_rank, fused.vector_rank, fused.fused,
+           fused.lexical_share, fused.similarity
     FROM fused JOIN vault_chunks c ON c.id = fused.chunk_id
     ORDER BY fused.fused DESC, fused.chunk_id
     LIMIT {k}
@@ -200,7 +216,9 @@ _CANDIDATES = """
 _ALLOWED = """allowed AS MATERIALIZED (
         SELECT c.id FROM vault_chunks c JOIN vault_files f ON f.id = c.file_id
         WHERE {filters}
-          AND ({constraint} = '' OR c.tsv @@ websearch_to_tsquery(secondbrain_ts_config(), {constraint}))
+          -- A phrase with no word the index keeps ("...", "the") constrains nothing: it cannot be matched.
+          AND ({constraint} = '' OR numnode(websearch_to_tsquery(secondbrain_ts_config(), {constraint})) = 0
+               OR c.tsv @@ websearch_to_tsquery(secondbrain_ts_config(), {constraint}))
     ),"""
 
 # The ORDER BY repeats the partial index's expression and the WHERE its predicate, so the planner can use
@@ -254,6 +272,24 @@ def candidates_statement(
     def allowed(column: str) -> str:
         return f"AND {column} IN (SELECT id FROM allowed)" if restrict else ""
 
+    own = fusion.sql(
+        lexical_rank="lexical_rank", vector_rank="vector_rank", similarity="similarity", lexical_share="lexical_share"
+    )
+    # Note evidence and verbatim code join a hybrid ranking only: each arm alone is the baseline it is measured as.
+    fused_score, verbatim_share = own, "0"
+    if lexical and vector is not None:
+        if tokens := code_tokens(query):
+            patterns = p.add([pattern(token) for token in tokens])
+            verbatim_share = (
+                f"(SELECT count(*) FROM unnest({patterns}::text[]) AS v(pattern) "
+                f"WHERE c.context || ' ' || c.content ~* v.pattern)::float8 / {len(tokens)}"
+            )
+        fused_score = fusion.hybrid_sql(
+            own=own,
+            note_similarity="note_similarity",
+            note_lexical_share="note_lexical_share",
+            verbatim_share="verbatim_share",
+        )
     vector_top, similarity = _NO_VECTOR_TOP, _NO_SIMILARITY
     if vector is not None:
         dimension = int(vector.shape[0])
@@ -283,12 +319,8 @@ def candidates_statement(
         saturated=(BM25_K1 + 1) * (1 + SECTION_WEIGHT),
         vector_top=vector_top,
         similarity=similarity,
-        fused_score=fusion.sql(
-            lexical_rank="l.rank",
-            vector_rank="v.rank",
-            similarity="s.similarity",
-            lexical_share="c.score / best_possible.score",
-        ),
+        verbatim_share=verbatim_share,
+        fused_score=fused_score,
     )
     return p.statement(sql)
 
@@ -310,6 +342,15 @@ async def hybrid_candidates(
         connection, statement, vector_scan=vector is not None, deadline=deadline_after(statement_timeout)
     )
     return [
-        Candidate(r["chunk_id"], r["file_id"], r["chunk_index"], r["lexical_rank"], r["vector_rank"], float(r["fused"]))
+        Candidate(
+            r["chunk_id"],
+            r["file_id"],
+            r["chunk_index"],
+            r["lexical_rank"],
+            r["vector_rank"],
+            float(r["fused"]),
+            float(r["lexical_share"]),
+            None if r["similarity"] is None else float(r["similarity"]),
+        )
         for r in rows
     ]

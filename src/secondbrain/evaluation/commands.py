@@ -139,7 +139,7 @@ async def _beir(services, config, directory, split, arms, limit, console, progre
 
 
 def as_dict(report: Report) -> dict:
-    """Every figure, keyed by arm and metric."""
+    """Every figure, keyed by arm and metric; `per_question` has each question's, for paired comparisons of arms."""
     return {
         "dataset": report.dataset,
         "questions": report.questions,
@@ -149,6 +149,7 @@ def as_dict(report: Report) -> dict:
         "unavailable": {arm.name: arm.unavailable for arm in report.arms if arm.unavailable},
         "seconds": {arm.name: round(arm.seconds, 2) for arm in report.arms if not arm.unavailable},
         "misses": {arm.name: [asdict(miss) for miss in arm.misses] for arm in report.arms if not arm.unavailable},
+        "per_question": {arm.name: arm.per_question for arm in report.arms if not arm.unavailable},
         "notes": report.notes,
         **({"answers": _answers_dict(report)} if report.answers is not None else {}),
     }

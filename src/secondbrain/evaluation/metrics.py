@@ -6,8 +6,10 @@ Every question counts: one whose arm returned nothing scores zero rather than dr
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import ir_measures
+import numpy as np
 from ir_measures import RR, R, nDCG
 
 from secondbrain.evaluation.questions import Question
@@ -47,3 +49,40 @@ def mean(values: Mapping[str, Mapping[str, float]], ids: Sequence[str]) -> dict[
 
 def missed(question: Question, ranked: Sequence[str]) -> bool:
     return not set(ranked[:MISS_DEPTH]) & set(question.relevant)
+
+
+# Resamples of the paired bootstrap, and its seed: the same figures give the same interval on every run.
+BOOTSTRAP_SAMPLES = 10_000
+BOOTSTRAP_SEED = 31
+
+
+@dataclass(frozen=True)
+class Difference:
+    """How far one arm's mean is above another's over the same questions, with a 95% interval."""
+
+    mean: float
+    low: float
+    high: float
+
+    @property
+    def clear(self) -> bool:
+        """Whether the interval excludes zero: a lead inside the noise of a small set is not a win."""
+        return self.low > 0 or self.high < 0
+
+    def __str__(self) -> str:
+        return f"{self.mean:+.3f} [{self.low:+.3f}, {self.high:+.3f}]"
+
+
+def paired_bootstrap(a: Mapping[str, float], b: Mapping[str, float]) -> Difference:
+    """The mean of `a` minus `b` over the questions both scored, with a 95% percentile interval from resampling the
+    questions (paired: a resample draws a question's two scores together, so what varies with the question cancels
+    out)."""
+    ids = sorted(a.keys() & b.keys())
+    if not ids:
+        raise ValueError("the two arms share no question")
+    differences = np.array([a[i] - b[i] for i in ids])
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    draws = rng.integers(0, len(ids), size=(BOOTSTRAP_SAMPLES, len(ids)))
+    means = differences[draws].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return Difference(float(differences.mean()), float(low), float(high))

@@ -44,6 +44,8 @@ class ArmResult:
     unavailable: str = ""
     misses: list[Miss] = field(default_factory=list)
     seconds: float = 0.0
+    # Each question's value of every measure, by question id: for paired comparisons between arms.
+    per_question: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -100,6 +102,7 @@ def score_arm(
         per_kind={kind: metrics.mean(values, ids) for kind, ids in _kinds(questions).items()},
         misses=[_miss(q, rankings[q.id]) for q in questions if metrics.missed(q, rankings[q.id])],
         seconds=seconds,
+        per_question=values,
     )
 
 

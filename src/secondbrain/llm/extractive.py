@@ -56,7 +56,16 @@ from secondbrain.llm.tokens import count_tokens
 from secondbrain.llm.types import ChatRequest, SourcePassage, StreamEvent, TextDelta, Usage
 from secondbrain.providers import ProviderContext
 
-__all__ = ["PREAMBLE", "ExtractiveProvider", "Quote", "best_sentences", "closest_notes", "is_about_the_vault", "terms"]
+__all__ = [
+    "PREAMBLE",
+    "ExtractiveProvider",
+    "Quote",
+    "best_sentences",
+    "closest_notes",
+    "is_about_the_vault",
+    "quoted_only",
+    "terms",
+]
 
 MAX_QUOTES = 3
 MAX_NOTES_LISTED = 3
@@ -77,6 +86,21 @@ MAX_LIST_ITEMS = 8
 MAX_LIST_CHARS = 800
 
 PREAMBLE = "No language model is configured, so I am quoting your notes rather than reasoning about them."
+QUOTES_FOLLOW = " The passages that best match your question say:\n"
+NO_PASSAGES = " I found no passages in your notes for this question."
+# What this provider says in its own words, as opposed to what it quotes: never the conversation's subject, so a
+# follow-up's search leaves it out (`quoted_only`). The "nothing matches" sentence keeps the notes it names.
+_OWN_WORDS = re.compile(
+    "|".join(
+        [
+            re.escape(PREAMBLE),
+            re.escape(QUOTES_FOLLOW.strip()),
+            re.escape(NO_PASSAGES.strip()),
+            r"No sentence in (?:the passage|the \d+ passages) I found shares enough words with your question to quote;"
+            r" the closest (?:note is|notes are)",
+        ]
+    )
+)
 
 _HOW_TO = re.compile(r"^\W*(?:how\s+(?:do|can|could|should|would|to)\b|what\s+are\s+the\s+steps\b)", re.IGNORECASE)
 
@@ -316,6 +340,12 @@ def _nothing_matches(passages: Sequence[SourcePassage]) -> str:
     )
 
 
+def quoted_only(answer: str) -> str:
+    """An answer without what this provider says in its own words (its preamble and connecting sentences): what it
+    quoted and the notes it named. Any other answer comes back as it is."""
+    return " ".join(_OWN_WORDS.sub(" ", answer).split())
+
+
 def _render(quote: Quote) -> str:
     """A quote as a markdown block quote, its citation after its words, a code block it introduces fenced below."""
     text = quote.text
@@ -342,12 +372,12 @@ class ExtractiveProvider(ChatProvider):
         passages = list(request.passages)
         pieces = [PREAMBLE]
         if not passages:
-            pieces.append(" I found no passages in your notes for this question.")
+            pieces.append(NO_PASSAGES)
         else:
             earlier = [m.content for m in request.messages if m.role == "assistant"]
             quotes = best_sentences(request.question, passages, earlier)
             if quotes:
-                pieces.append(" The passages that best match your question say:\n")
+                pieces.append(QUOTES_FOLLOW)
                 pieces.extend(_render(quote) for quote in quotes)
             else:
                 pieces.append(_nothing_matches(passages))

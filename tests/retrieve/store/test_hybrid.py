@@ -10,7 +10,14 @@ import pytest
 from pgvector.asyncpg import register_vector
 
 from secondbrain.retrieve.filters import Filters
-from secondbrain.retrieve.fusion import DEFAULT_FUSION, VECTOR_WEIGHT, Candidate, Fusion
+from secondbrain.retrieve.fusion import (
+    DEFAULT_FUSION,
+    NOTE_WEIGHT,
+    VECTOR_WEIGHT,
+    VERBATIM_WEIGHT,
+    Candidate,
+    Fusion,
+)
 from secondbrain.retrieve.store import LexicalQuery, Statement, candidates_statement, fetch, hybrid_candidates
 from tests.retrieve.notes import NO_FILTERS, QUERY_VECTOR, note, write
 
@@ -139,6 +146,69 @@ async def test_phrases_exclusions_and_filters_apply_inside_both_arms(pool: async
     assert [(path, c.lexical_rank) for path, c in phrase] == [("Fleet/zeppelin.md", 1)]
     in_fleet = await ranked(pool, "zeppelin", filters=Filters.parse(folders=["Fleet"]))
     assert [(path, c.lexical_rank, c.vector_rank) for path, c in in_fleet] == [("Fleet/zeppelin.md", 1, 1)]
+
+
+async def test_a_phrase_with_no_indexed_word_constrains_nothing(pool: asyncpg.Pool) -> None:
+    # "..." and "the" have no lexeme to match: as constraints they let no chunk through, and a question quoting them
+    # (`#[should_panic(expected = "...")]`) found nothing at all.
+    await write(pool, *AIRSHIPS)
+    for query in ('zeppelin "..."', 'the "the" zeppelin', '#[should_panic(expected = "...")] zeppelin'):
+        found = await ranked(pool, query)
+        assert found and found[0][0] == "zeppelin.md", query
+    # A phrase with words still constrains.
+    assert [path for path, _ in await ranked(pool, 'zeppelin "rigid airships"')] == ["airships.md"]
+
+
+def own_score(candidate: Candidate) -> float:
+    """A candidate's score from its own two arms, before its note's evidence and verbatim code join it."""
+    return VECTOR_WEIGHT * (candidate.similarity or 0.0) + (1 - VECTOR_WEIGHT) * candidate.lexical_share
+
+
+async def test_a_note_found_by_words_in_one_chunk_and_meaning_in_another_counts_both(pool: asyncpg.Pool) -> None:
+    await write(
+        pool,
+        # The words in one chunk, the meaning in another.
+        note(
+            "hangar.md",
+            "h",
+            title="Airfield",
+            chunks=[(["Plan"], "The zeppelin hangar plan.", 0.1), (["Why"], "Where the great ships rest.", 0.85)],
+        ),
+        # One chunk with some of both.
+        note("kit.md", "k", title="Shelf", chunks=[([], "A zeppelin model kit for the shelf.", 0.78)]),
+    )
+    fused = await ranked(pool, "zeppelin hangar")
+    by_path: dict[str, list[Candidate]] = {}
+    for path, candidate in fused:
+        by_path.setdefault(path, []).append(candidate)
+    kit, meaning = by_path["kit.md"][0], max(by_path["hangar.md"], key=lambda c: c.similarity or 0)
+    # Each chunk alone, the kit's would win.
+    assert own_score(kit) > max(own_score(c) for c in by_path["hangar.md"])
+    # With its note's evidence (its best similarity and its best BM25 share, from different chunks), hangar.md's
+    # chunk of meaning ranks first.
+    assert fused[0][1].chunk_id == meaning.chunk_id
+    note_score = VECTOR_WEIGHT * 0.85 + (1 - VECTOR_WEIGHT) * max(c.lexical_share for c in by_path["hangar.md"])
+    assert meaning.fused == pytest.approx((own_score(meaning) + NOTE_WEIGHT * note_score) / (1 + NOTE_WEIGHT))
+    # A note of one chunk is its chunk's evidence: its score is its own.
+    assert kit.fused == pytest.approx(own_score(kit))
+
+
+async def test_a_chunk_with_the_questions_code_as_written_gains_on_one_with_only_its_words(pool: asyncpg.Pool) -> None:
+    await write(
+        pool,
+        note("visibility.md", "v", chunks=[([], "Items marked pub(crate) are visible in the crate only.", 0.3)]),
+        note("crates.md", "c", chunks=[([], "A pub fn in a crate is public: pub items, crate users.", 0.4)]),
+    )
+    fused = await ranked(pool, "what does pub(crate) mean")
+    scores = {path: candidate for path, candidate in fused}
+    visibility, crates = scores["visibility.md"], scores["crates.md"]
+    assert own_score(crates) > own_score(visibility)
+    assert [path for path, _ in fused] == ["visibility.md", "crates.md"]
+    assert visibility.fused == pytest.approx(own_score(visibility) + VERBATIM_WEIGHT)
+    assert crates.fused == pytest.approx(own_score(crates))
+    # Each arm alone is the baseline it is measured as: no verbatim share.
+    lexical = {path: c for path, c in await ranked(pool, "what does pub(crate) mean", None)}
+    assert lexical["visibility.md"].fused == pytest.approx((1 - VECTOR_WEIGHT) * lexical["visibility.md"].lexical_share)
 
 
 async def test_the_vector_arm_can_use_the_hnsw_index(pool: asyncpg.Pool, database_url: str) -> None:

@@ -1,0 +1,305 @@
+"""The fusion lab: every question's candidates dumped once with both arms' evidence, then fusion variants scored
+offline, so that many variants can be compared in seconds without re-running SQL (issue 31).
+
+    python -m bench.fusion_lab dump SET...     # SETs: demo, obsidian, rust, scifact-train, obsidian-blind, rust-blind
+    python -m bench.fusion_lab score SET...    # every variant in VARIANTS on each dumped SET
+
+A dump holds, per question, the queries retrieval plans with no language model (the message, and a follow-up with
+its earlier turns) and for each the hybrid statement's candidates at depth DEPTH: each chunk's arm ranks, BM25 share
+and cosine similarity. A variant re-scores those candidates; notes are ranked where their best chunk ranks, and scored
+by the evaluation's own metrics. The kept variant is then measured for real, in SQL, by `secondbrain eval` and
+bench/vault_questions.py. The blind sets are the test sets: score them only with a variant already chosen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from secondbrain.config import load_config
+from secondbrain.db import Database
+from secondbrain.db.database import with_database
+from secondbrain.evaluation import metrics
+from secondbrain.evaluation.questions import Question, QuestionSet, load_beir, load_qa
+from secondbrain.evaluation.run import beir_config, ensure_database, eval_database_name, write_corpus
+from secondbrain.ingest.commands import sync_in_process
+from secondbrain.retrieve import store
+from secondbrain.retrieve.filters import Filters
+from secondbrain.retrieve.fusion import Candidate, fuse_queries
+from secondbrain.retrieve.server import build_retriever
+from secondbrain.retrieve.store import hybrid
+from secondbrain.retrieve.verbatim import code_tokens, pattern
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+CACHE = Path.home() / ".cache" / "secondbrain-bench"
+LAB = CACHE / "fusion-lab"
+DEPTH = 300
+
+# name: (data dir name, vault, questions file); the BEIR set is handled apart.
+SETS: dict[str, tuple[str, Path, Path]] = {
+    "demo": ("demo-vault", ROOT / "demo" / "vault", ROOT / "demo" / "vault" / ".secondbrain" / "eval.jsonl"),
+    "obsidian": (
+        "obsidian-help",
+        SHARED / "vaults" / "obsidian-help",
+        ROOT / "tests" / "data" / "obsidian-help-eval.jsonl",
+    ),
+    "rust": (
+        "rust-by-example",
+        SHARED / "vaults" / "rust-by-example",
+        ROOT / "tests" / "data" / "rust-by-example-eval.jsonl",
+    ),
+    "obsidian-blind": (
+        "obsidian-help",
+        SHARED / "vaults" / "obsidian-help",
+        ROOT / "tests" / "data" / "obsidian-help-blind.jsonl",
+    ),
+    "rust-blind": (
+        "rust-by-example",
+        SHARED / "vaults" / "rust-by-example",
+        ROOT / "tests" / "data" / "rust-by-example-blind.jsonl",
+    ),
+}
+
+
+async def dump(name: str) -> None:
+    os.environ.pop("DATABASE_URL", None)
+    if name == "scifact-train":
+        os.environ["SECONDBRAIN_DATA_DIR"] = str(CACHE)
+        config = load_config()
+        dataset = load_beir(SHARED / "beir" / "scifact", "train")
+        vault = config.settings.data_dir / "eval" / dataset.name / "vault"
+        write_corpus(dataset, vault)
+        main = await Database.open(config.settings)
+        try:
+            database = eval_database_name(dataset.name)
+            await ensure_database(main.dsn, database, config.settings.db_connect_timeout_seconds)
+            config = beir_config(config, with_database(main.dsn, database), vault)
+            await sync_in_process(config, vault)
+            await _dump(config, dataset.questions, name)
+        finally:
+            await main.close()
+        return
+    directory, vault, questions = SETS[name]
+    os.environ["SECONDBRAIN_DATA_DIR"] = str(CACHE / directory)
+    os.environ["SECONDBRAIN_VAULT"] = str(vault)
+    config = load_config()
+    await sync_in_process(config, vault)
+    await _dump(config, load_qa(questions), name)
+
+
+# The dump keeps every candidate either arm found (the statement's last LIMIT dropped), and each variant cuts its own
+# ranking to DEPTH as the statement would, so a follow-up's fusion across queries sees what the product's would.
+_UNCUT = hybrid._CANDIDATES.replace(
+    "ORDER BY fused.fused DESC, fused.chunk_id\n    LIMIT {k}", "ORDER BY fused.chunk_id"
+)
+
+
+async def _dump(config, questions: QuestionSet, name: str) -> None:  # noqa: ANN001
+    assert "LIMIT {k}" not in _UNCUT.rsplit("fused AS", 1)[1], "the statement's last LIMIT moved: update _UNCUT"
+    hybrid._CANDIDATES = _UNCUT
+    db = await Database.open(config.settings)
+    try:
+        retriever = build_retriever(config, db)
+        async with db.pool.acquire() as connection:
+            paths = {row["id"]: row["path"] for row in await connection.fetch("SELECT id, path FROM vault_files")}
+        out = {"paths": paths, "questions": {}}
+        for number, question in enumerate(questions.questions):
+            condensed = await retriever.condenser.condense(question.text, question.history, alternates=False)
+            vectors, reason, _ = await retriever.query_vectors([q.text for q in condensed.queries])
+            assert vectors is not None, reason
+            queries = []
+            for planned, vector in zip(condensed.queries, vectors, strict=True):
+                async with db.pool.acquire() as connection:
+                    found = await store.hybrid_candidates(connection, planned.text, DEPTH, Filters(), vector)
+                rows = [
+                    [c.chunk_id, c.file_id, c.chunk_index, c.lexical_rank, c.vector_rank, c.lexical_share, c.similarity]
+                    for c in found
+                ]
+                queries.append({"text": planned.text, "kind": planned.kind, "rows": rows})
+            out["questions"][question.id] = {
+                "text": question.text,
+                "kind": question.kind,
+                "relevant": question.relevant,
+                "queries": queries,
+            }
+            if number % 50 == 0:
+                print(f"{name}: {number}/{len(questions.questions)}", file=sys.stderr)
+        async with db.pool.acquire() as connection:
+            chunks = await connection.fetch("SELECT id, context || ' ' || content AS text FROM vault_chunks")
+        out["texts"] = {row["id"]: row["text"] for row in chunks}
+        LAB.mkdir(parents=True, exist_ok=True)
+        (LAB / f"{name}.json").write_text(json.dumps(out))
+    finally:
+        await db.close()
+
+
+# Offline scoring -----------------------------------------------------------------------------------------------------
+
+Rows = list[Candidate]
+Variant = Callable[[Rows], Rows]
+
+
+def load(name: str) -> tuple[dict[int, str], list[Question], dict[str, list[tuple[str, Rows]]], dict[int, str]]:
+    raw = json.loads((LAB / f"{name}.json").read_text())
+    texts = {int(k): v for k, v in raw.get("texts", {}).items()}
+    paths = {int(k): v for k, v in raw["paths"].items()}
+    questions, queries = [], {}
+    for qid, q in raw["questions"].items():
+        questions.append(Question(qid, q["text"], {k: int(v) for k, v in q["relevant"].items()}, kind=q["kind"]))
+        queries[qid] = [
+            (
+                query["kind"],
+                [Candidate(r[0], r[1], r[2], r[3], r[4], 0.0, r[5] or 0.0, r[6]) for r in query["rows"]],
+            )
+            for query in q["queries"]
+        ]
+    return paths, questions, queries, texts
+
+
+def weighted(vector_weight: float = 0.6) -> Variant:
+    """Today's fusion: w x cosine + (1 - w) x BM25 share, per chunk."""
+
+    def rescore(rows: Rows) -> Rows:
+        scored = [
+            replace(c, fused=vector_weight * (c.similarity or 0.0) + (1 - vector_weight) * c.lexical_share)
+            for c in rows
+        ]
+        return sorted(scored, key=lambda c: (-c.fused, c.chunk_id))
+
+    return rescore
+
+
+def note_evidence(beta: float, vector_weight: float = 0.6) -> Variant:
+    """A chunk scores its own fusion plus `beta` times its note's: the note's best cosine and best BM25 share, each
+    over the note's candidates (so words in one chunk and meaning in another both count for the note)."""
+
+    def rescore(rows: Rows) -> Rows:
+        best_sim: dict[int, float] = {}
+        best_lex: dict[int, float] = {}
+        for c in rows:
+            best_sim[c.file_id] = max(best_sim.get(c.file_id, 0.0), c.similarity or 0.0)
+            best_lex[c.file_id] = max(best_lex.get(c.file_id, 0.0), c.lexical_share)
+        scored = []
+        for c in rows:
+            own = vector_weight * (c.similarity or 0.0) + (1 - vector_weight) * c.lexical_share
+            note = vector_weight * best_sim[c.file_id] + (1 - vector_weight) * best_lex[c.file_id]
+            scored.append(replace(c, fused=(own + beta * note) / (1 + beta)))
+        return sorted(scored, key=lambda c: (-c.fused, c.chunk_id))
+
+    return rescore
+
+
+def note_rrf(k: int = 60, chunk_weight: float = 0.0, vector_weight: float = 0.6) -> Variant:
+    """The script's fusion over our arms: each arm's notes ranked by their best chunk, RRF of the two note rankings;
+    a chunk scores its note's RRF plus `chunk_weight` times its own weighted fusion (scaled to RRF's range)."""
+
+    def rescore(rows: Rows) -> Rows:
+        best_sim: dict[int, float] = {}
+        best_lex: dict[int, float] = {}
+        for c in rows:
+            best_sim[c.file_id] = max(best_sim.get(c.file_id, 0.0), c.similarity or 0.0)
+            best_lex[c.file_id] = max(best_lex.get(c.file_id, 0.0), c.lexical_share)
+        rrf: dict[int, float] = dict.fromkeys(best_sim, 0.0)
+        for best in (best_sim, best_lex):
+            for rank, note in enumerate(sorted(best, key=lambda n: -best[n]), start=1):
+                if best[note] > 0:
+                    rrf[note] += 1 / (k + rank)
+        scored = []
+        for c in rows:
+            own = vector_weight * (c.similarity or 0.0) + (1 - vector_weight) * c.lexical_share
+            scored.append(replace(c, fused=rrf[c.file_id] * 30 + chunk_weight * own + 1e-6 * own))
+        return sorted(scored, key=lambda c: (-c.fused, c.chunk_id))
+
+    return rescore
+
+
+Factory = Callable[[dict[int, str], Question], Variant]
+
+
+def fixed(variant: Variant) -> Factory:
+    return lambda texts, question: variant
+
+
+def with_verbatim(gamma: float, base: Variant) -> Factory:
+    return lambda texts, question: verbatim(gamma, texts, code_tokens(question.text), base)
+
+
+VARIANTS: dict[str, Factory] = {
+    "weighted 0.6 (today)": fixed(weighted(0.6)),
+    **{f"note evidence beta {b}": fixed(note_evidence(b)) for b in (0.5, 1.0)},
+    **{f"verbatim gamma {g}": with_verbatim(g, weighted(0.6)) for g in (0.1, 0.2, 0.3)},
+    **{f"note {b} + verbatim {g}": with_verbatim(g, note_evidence(b)) for b in (0.5, 1.0) for g in (0.1, 0.2)},
+    **{f"note rrf k {k}": fixed(note_rrf(k)) for k in (10, 60)},
+    **{f"note rrf k 60 + chunk {w}": fixed(note_rrf(60, w)) for w in (0.5, 1.0)},
+}
+
+
+def score(name: str, variants: dict[str, Factory]) -> dict[str, dict[str, float]]:
+    paths, questions, queries, texts = load(name)
+    results = {}
+    for label, factory in variants.items():
+        rankings = {}
+        for q in questions:
+            variant = factory(texts, q)
+            fused = fuse_queries([variant(rows)[:DEPTH] for _, rows in queries[q.id]])
+            notes: dict[str, None] = {}
+            for f in fused:
+                notes.setdefault(paths.get(f.candidate.file_id, "?"), None)
+            rankings[q.id] = list(notes)[:100]
+        values = metrics.per_question(questions, rankings)
+        overall = metrics.mean(values, [q.id for q in questions])
+        kinds: dict[str, list[str]] = {}
+        for q in questions:
+            kinds.setdefault(q.kind, []).append(q.id)
+        overall |= {f"r5:{k}": metrics.mean(values, ids)["recall@5"] for k, ids in kinds.items()}
+        results[label] = overall
+    return results
+
+
+def report(names: Sequence[str], variants: dict[str, Factory] = VARIANTS) -> None:
+    table = {name: score(name, variants) for name in names}
+    print("| variant | " + " | ".join(names) + " | mean |")
+    for label in variants:
+        values = [table[name][label]["ndcg@10"] for name in names]
+        extra = " ".join(
+            f"{name[:4]}:{key[3:7]}={value:.2f}"
+            for name in names
+            for key, value in table[name][label].items()
+            if key.startswith("r5:") and key[3:] in ("follow-up", "identifier")
+        )
+        mean = sum(values) / len(values)
+        print(f"| {label} | " + " | ".join(f"{v:.4f}" for v in values) + f" | {mean:.4f} | {extra}")
+
+
+# Verbatim code tokens ------------------------------------------------------------------------------------------------
+
+
+def verbatim(gamma: float, texts: dict[int, str], tokens: Sequence[str], base: Variant) -> Variant:
+    def rescore(rows: Rows) -> Rows:
+        if not tokens:
+            return base(rows)
+        patterns = [re.compile(pattern(token), re.IGNORECASE) for token in tokens]
+        scored = []
+        for c in base(rows):
+            text = texts.get(c.chunk_id, "")
+            share = sum(bool(p.search(text)) for p in patterns) / len(tokens)
+            scored.append(replace(c, fused=c.fused + gamma * share))
+        return sorted(scored, key=lambda c: (-c.fused, c.chunk_id))
+
+    return rescore
+
+
+if __name__ == "__main__":
+    command, *names = sys.argv[1:]
+    if command == "dump":
+        for set_name in names:
+            asyncio.run(dump(set_name))
+    else:
+        report(names)
