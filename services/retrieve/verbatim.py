@@ -1,16 +1,18 @@
 """The code a question quotes: identifiers, shortcuts and syntax that a chunk either contains verbatim or does not.
 
 `pub(crate)`, `Rc::downgrade`, `#[should_panic]`, `iter().any(...)`, `Ctrl+Shift+F`, `![[image.png]]`, `--continuous`,
-`E0597`, `u64`, `FnMut`: the full-text index reads these as words and loses what makes them exact (its parser splits
-`pub(crate)` into "pub" and "crate", found all over a Rust book, and drops "any" as a stop word). A chunk that contains
-the question's code as written is evidence the words alone do not give, and hybrid fusion adds it (see
+`read_lines`: the full-text parser splits these at their punctuation and drops what it splits on (`pub(crate)` becomes
+"pub" and "crate", found all over a Rust book; `iter().any(` loses "any" as a stop word). A chunk that contains the
+question's code as written is evidence the words alone do not give, and hybrid fusion adds it (see
 `secondbrain.retrieve.fusion`).
 
-A token is code when, once sentence punctuation and unbalanced brackets are trimmed from its ends, it has a
-character that prose does not put inside a word (brackets, `::`, `#`, `!`, `&`, `_`, `+`, `|`, `=`, `$`, ...), a dot
-or digit inside letters (`file.hasTag`, `node.js`, `u64`, `E0597`), a lower-case letter followed by a capital
-(`FnMut`, `hasTag`), or begins with a dash and a letter (`--continuous`, `-C`); or it is `quoted in backticks`.
-Plain words ("as", "type") are left to the full-text arm even in backticks: as substrings they match everywhere.
+A token is code when, once sentence punctuation and unbalanced brackets are trimmed from its ends, it has a character
+the parser splits on or drops (brackets, `::`, `#`, `!`, `&`, `_`, `+`, `|`, `=`, `$`, ...) or begins with a dash and
+a letter (`--continuous`, `-C`); a span in backticks counts as one token. What the parser keeps whole is left to BM25,
+which already matches it exactly: names of letters and digits (`u64`, `FnMut`, `E0597`, `p53`), dotted names and
+numbers (`node.js`, `1.5`). Counting those too gained on Rust by Example and cost SciFact's test split (the retrieval
+tuning log in docs/benchmarks.md). Plain words in backticks ("as", "type") are left to BM25 as well: as substrings
+they match everywhere.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ MAX_TOKENS = 8
 # A token this long is a pasted line, matched verbatim only if it is there whole.
 MAX_TOKEN_CHARS = 200
 
-_CODE = re.compile(r"[()\[\]{}<>:!#&_+|=\\@$%*^~]|^--?[A-Za-z]|\w\.\w|[a-z][A-Z]|[A-Za-z]\d|\d[A-Za-z]")
+_CODE = re.compile(r"[()\[\]{}<>:!#&_+|=\\@$%*^~]|^--?[A-Za-z]")
 _BACKTICKS = re.compile(r"`([^`\n]+)`")
 _BRACKETS = {"(": ")", "[": "]", "{": "}", "<": ">"}
 _TRAILING = ",;?\"'"

@@ -21,12 +21,13 @@ from secondbrain.retrieve.verbatim import MAX_TOKENS, code_tokens, pattern
         ("Is Ctrl+Shift+F the shortcut for search?", ("ctrl+shift+f",)),
         ("ob sync --continuous vs just ob sync", ("--continuous",)),
         ("What does `iter().any(|x| x > 2)` return?", ("iter().any(|x| x > 2)",)),
-        ("error E0597 when I borrow", ("e0597",)),
-        ("why is u64 not enough (for this)?", ("u64",)),
+        ("why is u64 not enough (for this)?", ()),
+        ("error E0597 in FnMut when I borrow", ()),
+        ("let x: u64 = read_lines()?", ("read_lines()",)),
         ("What does the `as` keyword do with `type`?", ()),
         ("How do I embed one note inside another?", ()),
         ("Is macro_rules! hard?", ("macro_rules!",)),
-        ("What Node.js version do I need?", ("node.js",)),
+        ("What Node.js version do I need, 1.5?", ()),
     ],
 )
 def test_code_is_told_from_prose(question: str, tokens: tuple[str, ...]) -> None:
