@@ -9,7 +9,7 @@ from google.protobuf.descriptor import Descriptor
 from secondbrain import __version__
 from secondbrain.gateway.endpoints import ENDPOINTS, OPENAI_PREFIX, Endpoint
 from secondbrain.gateway.http_errors import ERROR_SCHEMA
-from secondbrain.gateway.openai_compat import OPENAPI_SCHEMAS, openapi_paths
+from secondbrain.gateway.openai_openapi import OPENAPI_SCHEMAS, openapi_paths
 from secondbrain.gateway.proto_json import (
     message_schema,
     query_fields,
