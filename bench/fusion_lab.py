@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from bench.vault_questions import VAULTS
 from secondbrain.config import load_config
 from secondbrain.db import Database
 from secondbrain.db.database import with_database
@@ -44,29 +45,17 @@ CACHE = Path.home() / ".cache" / "secondbrain-bench"
 LAB = CACHE / "fusion-lab"
 DEPTH = 300
 
-# name: (data dir name, vault, questions file); the BEIR set is handled apart.
+# The vault question sets of bench/vault_questions.py by a short name: (data dir name, vault, questions file). The
+# BEIR sets (scifact-train, scifact-test) are handled apart.
+_SHORT_NAMES = {
+    "demo vault": "demo",
+    "Obsidian Help": "obsidian",
+    "Obsidian Help, blind": "obsidian-blind",
+    "Rust by Example": "rust",
+    "Rust by Example, blind": "rust-blind",
+}
 SETS: dict[str, tuple[str, Path, Path]] = {
-    "demo": ("demo-vault", ROOT / "demo" / "vault", ROOT / "demo" / "vault" / ".secondbrain" / "eval.jsonl"),
-    "obsidian": (
-        "obsidian-help",
-        SHARED / "vaults" / "obsidian-help",
-        ROOT / "tests" / "data" / "obsidian-help-eval.jsonl",
-    ),
-    "rust": (
-        "rust-by-example",
-        SHARED / "vaults" / "rust-by-example",
-        ROOT / "tests" / "data" / "rust-by-example-eval.jsonl",
-    ),
-    "obsidian-blind": (
-        "obsidian-help",
-        SHARED / "vaults" / "obsidian-help",
-        ROOT / "tests" / "data" / "obsidian-help-blind.jsonl",
-    ),
-    "rust-blind": (
-        "rust-by-example",
-        SHARED / "vaults" / "rust-by-example",
-        ROOT / "tests" / "data" / "rust-by-example-blind.jsonl",
-    ),
+    _SHORT_NAMES[name]: (data, vault, questions) for name, data, vault, questions in VAULTS
 }
 
 
