@@ -199,16 +199,22 @@ def weighted(vector_weight: float = 0.6) -> Variant:
     return rescore
 
 
+def note_bests(rows: Rows) -> tuple[dict[int, float], dict[int, float]]:
+    """Each note's best cosine similarity and best BM25 share among its candidates."""
+    best_sim: dict[int, float] = {}
+    best_lex: dict[int, float] = {}
+    for c in rows:
+        best_sim[c.file_id] = max(best_sim.get(c.file_id, 0.0), c.similarity or 0.0)
+        best_lex[c.file_id] = max(best_lex.get(c.file_id, 0.0), c.lexical_share)
+    return best_sim, best_lex
+
+
 def note_evidence(beta: float, vector_weight: float = 0.6) -> Variant:
     """A chunk scores its own fusion plus `beta` times its note's: the note's best cosine and best BM25 share, each
     over the note's candidates (so words in one chunk and meaning in another both count for the note)."""
 
     def rescore(rows: Rows) -> Rows:
-        best_sim: dict[int, float] = {}
-        best_lex: dict[int, float] = {}
-        for c in rows:
-            best_sim[c.file_id] = max(best_sim.get(c.file_id, 0.0), c.similarity or 0.0)
-            best_lex[c.file_id] = max(best_lex.get(c.file_id, 0.0), c.lexical_share)
+        best_sim, best_lex = note_bests(rows)
         scored = []
         for c in rows:
             own = vector_weight * (c.similarity or 0.0) + (1 - vector_weight) * c.lexical_share
@@ -224,11 +230,7 @@ def note_rrf(k: int = 60, chunk_weight: float = 0.0, vector_weight: float = 0.6)
     a chunk scores its note's RRF plus `chunk_weight` times its own weighted fusion (scaled to RRF's range)."""
 
     def rescore(rows: Rows) -> Rows:
-        best_sim: dict[int, float] = {}
-        best_lex: dict[int, float] = {}
-        for c in rows:
-            best_sim[c.file_id] = max(best_sim.get(c.file_id, 0.0), c.similarity or 0.0)
-            best_lex[c.file_id] = max(best_lex.get(c.file_id, 0.0), c.lexical_share)
+        best_sim, best_lex = note_bests(rows)
         rrf: dict[int, float] = dict.fromkeys(best_sim, 0.0)
         for best in (best_sim, best_lex):
             for rank, note in enumerate(sorted(best, key=lambda n: -best[n]), start=1):
