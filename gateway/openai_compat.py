@@ -28,7 +28,7 @@ from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.errors import InvalidInput
 from secondbrain.gateway.backends import Backends
 from secondbrain.gateway.http_errors import HTTP_STATUS, HttpError, from_rpc_error
-from secondbrain.gateway.request_message import BODY_TIMEOUT_SECONDS, body_within_limits
+from secondbrain.gateway.request_message import BODY_TIMEOUT_SECONDS, body_within_limits, refuse_lone_surrogates
 from secondbrain.note_tools import formatting
 from secondbrain.note_tools.answer_stream import AnswerStream
 from secondbrain.service.convert import ROLE_VALUES
@@ -154,7 +154,12 @@ class OpenAICompat:
     async def completions(self, request: Request) -> Response:
         try:
             raw = await body_within_limits(request, BODY_TIMEOUT_SECONDS)
-            body = _Completion.model_validate(json.loads(raw or b"{}"))
+            data = json.loads(raw or b"{}")
+            # Before anything reads it: every string of the body (the model, each message and content part) goes
+            # on into a protobuf, gRPC or the response, none of which can encode a lone surrogate. (The
+            # conversation header cannot hold one: HTTP headers are bytes, decoded as Latin-1.)
+            refuse_lone_surrogates(data, "request body")
+            body = _Completion.model_validate(data)
             question, history = _turn(body)
         except HttpError as error:
             return error_response(error.status or HTTP_STATUS.get(error.code, 400), error.message)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import grpc
@@ -23,6 +24,9 @@ MAX_BODY_BYTES = 1024 * 1024
 BODY_TIMEOUT_SECONDS = 10.0
 CONTENT_TOO_LARGE = 413
 REQUEST_TIMEOUT = 408
+# JSON may escape half of a UTF-16 surrogate pair on its own ("\ud800"), and Python decodes that to a str no UTF-8
+# encoder accepts: protobuf's, gRPC's and the JSON response's would each fail on it later, as a 500.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 async def body_within_limits(request: Request, within: float) -> bytes:
@@ -53,6 +57,40 @@ async def body_within_limits(request: Request, within: float) -> bytes:
     return bytes(body)
 
 
+def refuse_lone_surrogates(data: object, what: str) -> None:
+    """InvalidInput naming the first string of decoded JSON `data` (a value, or an object's key) that holds a lone
+    surrogate, as a dotted path such as `messages.0.content`; `what` names `data` in the message.
+
+    One check for every door that reads JSON, so each refuses such text up front, whatever field it is in, in the
+    same words. It walks with its own stack: a body nested as deep as the parser allows must not overflow Python's.
+    """
+    # (value, where it is, whether it is an object's key: a key cannot be named by itself, only by its object)
+    pending: list[tuple[object, str, bool]] = [(data, "", False)]
+    while pending:
+        value, place, is_key = pending.pop()
+        if isinstance(value, str):
+            found = _LONE_SURROGATE.search(value)
+            if found is None:
+                continue
+            if is_key:
+                where = f"a field name of {place} in the {what}" if place else f"a field name in the {what}"
+            else:
+                where = f"{place} in the {what}" if place else f"the {what}"
+            raise InvalidInput(
+                f"{where} is not valid Unicode text: it contains a lone surrogate "
+                f"(\\u{ord(found.group()):04x}, half of a UTF-16 pair without the other half); "
+                "send the text as UTF-8, or escape a character beyond U+FFFF as a whole pair"
+            )
+        prefix = f"{place}." if place else ""
+        if isinstance(value, dict):
+            # Reversed onto the stack, so the first field in the body is the one named, its key before its value.
+            for key, item in reversed(value.items()):
+                pending.append((item, f"{prefix}{key}", False))
+                pending.append((key, place, True))
+        elif isinstance(value, list):
+            pending.extend((item, f"{prefix}{index}", False) for index, item in reversed(list(enumerate(value))))
+
+
 async def request_message(request: Request, endpoint: Endpoint, body_timeout: float) -> Message:
     """The RPC's request for `request`; InvalidInput for a body or query that does not fit it, HttpError for a body
     over the limits."""
@@ -70,6 +108,7 @@ async def request_message(request: Request, endpoint: Endpoint, body_timeout: fl
                 "the request body is nested too deeply to read (hundreds of levels of arrays or objects); "
                 "no request needs more than a few"
             ) from None
+        refuse_lone_surrogates(data, "request body")
         from_json(data, message, "request body")
         if request.method == "PATCH":
             _mask_from_body(message, data)

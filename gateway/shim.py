@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -26,7 +27,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Scope
 
 from secondbrain.errors import InvalidInput
 from secondbrain.gateway.backends import Backends
@@ -54,6 +55,21 @@ UI_NOT_BUILT = """<!doctype html>
 <p>The web UI has not been built. The REST API is at <a href="/api/openapi.json">/api/openapi.json</a>;
 gRPC and grpc-web are served on this same address.</p>
 """
+
+
+class _BuiltUI(StaticFiles):
+    """The built UI's files, but never a source map: it is the UI's source, comments and all, and a build may
+    leave one next to its bundle."""
+
+    def file_response(
+        self, full_path: str | os.PathLike[str], stat_result: os.stat_result, scope: Scope, status_code: int = 200
+    ) -> Response:
+        # Decided on the file about to be sent, as the static file server resolved it from the URL (its `.`, `..`,
+        # empty and trailing segments dropped, symlinks followed), not on the URL: `app.js.map/`, `app.js.map%2F`
+        # and `app.js.map/.` all resolve to `app.js.map`. Case folded, for a case-insensitive file system.
+        if os.fspath(full_path).casefold().endswith(".map"):
+            return not_found(scope["path"])
+        return super().file_response(full_path, stat_result, scope, status_code)
 
 
 def _handler(endpoint: Endpoint, backends: Backends, body_timeout: float) -> Callable[[Request], Awaitable[Response]]:
@@ -141,9 +157,6 @@ def create_app(
     async def ui_not_built(request: Request) -> Response:
         return HTMLResponse(UI_NOT_BUILT)
 
-    async def source_map(request: Request) -> Response:
-        return not_found(request.url.path)
-
     routes: list[BaseRoute] = [
         Route(endpoint.path, _handler(endpoint, backends, body_timeout), methods=[endpoint.method])
         for endpoint in ENDPOINTS
@@ -161,11 +174,9 @@ def create_app(
         Route("/metrics", metrics, methods=["GET"]),
     ]
     if ui_dir is not None and (ui_dir / "index.html").is_file():
-        # A source map is the UI's source, comments and all: not served, even from a build that made one.
-        routes.append(Route("/{path:path}.map", source_map))
         # Browsers and tools that ask for the classic path get the UI's SVG icon.
         routes.append(Route("/favicon.ico", lambda _: RedirectResponse("/favicon.svg", 301), methods=["GET"]))
-        routes.append(Mount("/", StaticFiles(directory=ui_dir, html=True)))
+        routes.append(Mount("/", _BuiltUI(directory=ui_dir, html=True)))
     else:
         routes.append(Route("/", ui_not_built, methods=["GET"]))
 

@@ -4,16 +4,25 @@ back as tool errors in our API's words."""
 
 from __future__ import annotations
 
+import logging
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import grpc
 import pytest
-from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, MCPError, StdioServerParameters, stdio_client
 
+from secondbrain.chat.v1 import chat_service_pb2_grpc as chat_grpc
+from secondbrain.mcp_server import build_server
+from secondbrain.note_tools import NOTE_TOOLS, NoteServices
+from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as retrieve_grpc
 from tests.command import run_secondbrain
 
 DEMO_VAULT = Path(__file__).resolve().parents[1] / "demo" / "vault"
 KITCHEN = "Projects/Kitchen Renovation.md"
+# The largest value of a proto int32, the type of every field an integer argument of a note tool ends up in.
+INT32_MAX = 2**31 - 1
 
 
 @pytest.fixture
@@ -76,7 +85,10 @@ async def test_failures_are_tool_errors_a_model_can_act_on(mcp_env: dict[str, st
         assert unknown.is_error and "there is no tool 'delete_everything'" in unknown.content[0].text
         extra = await session.call_tool("list_notes", {"sort": "newest"})
         assert extra.is_error and "sort is not an argument of this tool" in extra.content[0].text
-        for result in (missing, bad, unknown, extra):
+        huge = await session.call_tool("read_note", {"path": KITCHEN, "start_line": 2**31})
+        assert huge.is_error and huge.content[0].text.startswith("read_note: start_line "), huge.content[0].text
+        assert str(INT32_MAX) in huge.content[0].text
+        for result in (missing, bad, unknown, extra, huge):
             assert "Traceback" not in result.content[0].text
 
 
@@ -93,3 +105,53 @@ async def test_notes_are_resources(mcp_env: dict[str, str]) -> None:
         with pytest.raises(MCPError) as missing:
             await session.read_resource("note://Nowhere.md")
         assert "holds no note" in missing.value.error.message
+
+
+@pytest.fixture
+async def nowhere() -> AsyncIterator[NoteServices]:
+    """The tools over services that are not there: the calls below must be refused before any is made."""
+    async with grpc.aio.insecure_channel("127.0.0.1:9") as channel:
+        yield NoteServices(retrieve_grpc.RetrieveServiceStub(channel), chat_grpc.ChatServiceStub(channel))
+
+
+INTEGER_ARGUMENTS = [
+    (tool.name, argument, schema)
+    for tool in NOTE_TOOLS.values()
+    for argument, schema in tool.input_schema.get("properties", {}).items()
+    if schema.get("type") == "integer"
+]
+
+
+def test_every_integer_argument_is_bounded_within_int32() -> None:
+    assert {(name, argument) for name, argument, _ in INTEGER_ARGUMENTS} >= {
+        ("read_note", "start_line"), ("read_note", "end_line"), ("search_notes", "limit"), ("list_notes", "limit"),
+        ("retrieve_passages", "passages"),
+    }  # fmt: skip
+    for name, argument, schema in INTEGER_ARGUMENTS:
+        assert schema.get("minimum", -1) >= 0 and schema.get("maximum", INT32_MAX + 1) <= INT32_MAX, (name, argument)
+
+
+@pytest.mark.parametrize("value", [2**31, 2**32, 2**63, -(2**31) - 1])
+@pytest.mark.parametrize(
+    ("name", "argument", "schema"), [pytest.param(*row, id=f"{row[0]}.{row[1]}") for row in INTEGER_ARGUMENTS]
+)
+async def test_an_integer_argument_past_int32_is_a_tool_error_naming_the_bound(
+    nowhere: NoteServices,
+    caplog: pytest.LogCaptureFixture,
+    name: str,
+    argument: str,
+    schema: dict[str, int],
+    value: int,
+) -> None:
+    """Issue 32: such a number failed while the request's protobuf was built: "failed unexpectedly", with an ERROR
+    and a traceback in the log for each call."""
+    required = {"path": KITCHEN, "query": "kitchen", "question": "What worktop?"}
+    arguments = {key: required[key] for key in NOTE_TOOLS[name].input_schema.get("required", [])}
+    async with Client(build_server(nowhere)) as client:
+        result = await client.call_tool(name, {**arguments, argument: value})
+    text = result.content[0].text
+    assert result.is_error and text.startswith(f"{name}: {argument} "), text
+    bound = schema["maximum"] if value > 0 else schema["minimum"]
+    assert str(bound) in text and "unexpectedly" not in text, text
+    logged = [record for record in caplog.records if record.levelno >= logging.ERROR or record.exc_info]
+    assert logged == [], [record.getMessage() for record in logged]

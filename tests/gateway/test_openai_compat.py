@@ -4,6 +4,10 @@ model, nothing stored unless a conversation is named, OpenAI's error shape, and 
 
 from __future__ import annotations
 
+import json
+import logging
+from typing import Any
+
 import openai
 import pytest
 
@@ -98,6 +102,60 @@ async def test_errors_have_openais_shape_and_our_words(guarded: Gateway) -> None
         await client(guarded, key="wrong-key-0123456789").models.list()
     assert refused.value.status_code == 401 and isinstance(refused.value.body, dict)
     assert refused.value.body["type"] == "authentication_error", "the SDK found OpenAI's error shape"
+
+
+# A lone surrogate in each string field /v1 reads: JSON can escape half a UTF-16 pair on its own, which no UTF-8
+# encoder on the way (protobuf, gRPC, the JSON response) accepts (issue 32).
+LONE = "\ud800"
+ALONE_IN = {
+    "the question": {"messages": [{"role": "user", "content": f"Water {LONE}?"}]},
+    "the history": {
+        "messages": [{"role": "user", "content": f"Hi {LONE}"}, {"role": "user", "content": QUESTION}],
+    },
+    "the assistant's history": {
+        "messages": [{"role": "assistant", "content": LONE}, {"role": "user", "content": QUESTION}],
+    },
+    "the model": {"model": f"openai/{LONE}", "messages": [{"role": "user", "content": QUESTION}]},
+    "a content part": {"messages": [{"role": "user", "content": [{"type": "text", "text": LONE}]}]},
+    "a content part's type": {"messages": [{"role": "user", "content": [{"type": LONE, "text": QUESTION}]}]},
+    "a knob": {"messages": [{"role": "user", "content": QUESTION}], "user": LONE},
+    "a field name": {"messages": [{"role": "user", "content": QUESTION, LONE: 1}]},
+}
+
+
+async def test_a_lone_surrogate_anywhere_is_a_400_saying_so(
+    guarded: Gateway,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    conversation = await guarded.chat.conversation()
+    answered = len(guarded.chat.answer_requests())
+    http = guarded.client(guarded.envoy_url, authorization=f"Bearer {TOKEN}")
+
+    async def refused(body: dict[str, Any], **headers: str) -> str:
+        # Sent as raw bytes: the SDK (and httpx's json=) cannot encode such text at all.
+        content = json.dumps({"model": "secondbrain", **body}).encode()
+        response = await http.post("/v1/chat/completions", content=content, headers=headers)
+        assert response.status_code == 400, response.text
+        error = response.json()["error"]
+        assert error["type"] == "invalid_request_error", error
+        assert "is not valid Unicode text: it contains a lone surrogate (\\ud800" in error["message"], error
+        return str(error["message"])
+
+    for where, body in ALONE_IN.items():
+        message = await refused(body)
+        assert " in the request body " in message, (where, message)
+    assert (await refused(ALONE_IN["the question"])).startswith("messages.0.content in the request body")
+    assert (await refused(ALONE_IN["a content part"])).startswith("messages.0.content.0.text in the request body")
+    assert (await refused(ALONE_IN["the model"])).startswith("model in the request body")
+    named = {"X-Secondbrain-Conversation": conversation.id}
+    for body in (ALONE_IN["the question"], ALONE_IN["the model"]):
+        await refused(body, **named)
+    assert len(guarded.chat.answer_requests()) == answered, "no model was asked"
+    assert list((await guarded.chat.get(conversation.id)).messages) == [], "the named conversation kept nothing"
+    rest = await http.post(f"/api/chat/conversations/{conversation.id}/messages", content=b'{"content": "\\ud800"}')
+    assert rest.status_code == 400 and rest.json()["error"]["message"].startswith("content in the request body is")
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert errors == [], [r.getMessage() for r in errors]
 
 
 async def test_in_agent_mode_a_passage_a_tool_added_is_among_the_sources(guarded: Gateway) -> None:  # noqa: F811

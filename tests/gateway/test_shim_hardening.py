@@ -229,3 +229,42 @@ async def test_a_source_map_is_not_served_even_when_the_build_left_one(client: h
     response = await client.get("/assets/app.js.map")
     _assert_error(response, 404, "NOT_FOUND", "/assets/app.js.map")
     assert "secret.tsx" not in response.text
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/assets/app.js.map",
+        "/assets/app.js.map/",
+        "/assets/app.js.map%2F",
+        "/assets/app.js.map%2f",
+        "/assets/app.js.map/.",
+        "/assets/app.js.map/./",
+        "/assets/app.js.map//",
+        "/assets/app.js.map%2F.",
+        "/assets/./app.js.map/",
+        "/assets/x/../app.js.map/",
+        "/assets%2Fapp.js.map/",
+        "//assets//app.js.map/",
+    ],
+)
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+async def test_a_source_map_is_not_served_by_any_spelling_of_its_path(
+    shim: RunningShim, method: str, target: str
+) -> None:
+    """Issue 32: the static file server drops trailing slashes and `.` segments (and the server decodes `%2F`) before
+    it opens a file, so each of these opens the map. Sent as written, on a socket: an HTTP client would tidy them."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", shim.port)
+    try:
+        writer.write(f"{method} {target} HTTP/1.1\r\nhost: shim\r\nconnection: close\r\n\r\n".encode())
+        await writer.drain()
+        async with asyncio.timeout(10):
+            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+            body = await reader.read()
+    finally:
+        writer.close()
+    assert head.startswith("HTTP/1.1 404 "), head
+    assert "content-type: application/json" in head.lower(), head
+    assert b"secret.tsx" not in body and b'"version":3' not in body
+    if method == "GET":
+        assert json.loads(body)["error"]["code"] == "NOT_FOUND"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import grpc
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 # How long one tool may wait on a service; `ask` streams a whole answer, so it gets longer.
 CALL_TIMEOUT_SECONDS = 30.0
 ASK_TIMEOUT_SECONDS = 300.0
+
+# The largest value of a proto int32 field, where every integer argument ends up: protobuf refuses a larger one with
+# a ValueError while the request is built, so each such argument is bounded here, where a model is told the bound.
+INT32_MAX = 2**31 - 1
 
 SEARCH_MODES = {"hybrid": pb.SEARCH_MODE_HYBRID, "lexical": pb.SEARCH_MODE_KEYWORD, "vector": pb.SEARCH_MODE_SEMANTIC}
 
@@ -97,12 +101,16 @@ class RetrievePassages(_Filtered):
     passages: int = Field(default=8, ge=1, le=20, description="How many passages to return.")
 
 
+# A line number of GetNoteRequest (int32); 0 means the note's start or end.
+LineNumber = Annotated[int, Field(ge=0, le=INT32_MAX)]
+
+
 class ReadNote(_Arguments):
     path: str = Field(description="The note's vault-relative path, as search results and passages give it.")
-    start_line: int = Field(
-        default=0, ge=0, description="The first line to read (e.g. a passage's start line); 0: the start."
+    start_line: LineNumber = Field(
+        default=0, description="The first line to read (e.g. a passage's start line); 0: the start."
     )
-    end_line: int = Field(default=0, ge=0, description="The last line to read, inclusive; 0: the end of the note.")
+    end_line: LineNumber = Field(default=0, description="The last line to read, inclusive; 0: the end of the note.")
 
 
 class ListNotes(_Filtered):
