@@ -5,9 +5,11 @@ has stands for the indexed word it differs from by a short ending), ordered by t
 heading section's, and the top k by cosine distance (the partial HNSW index of the
 model's dimension). Every candidate either arm found is then scored by both: its BM25 from the postings already read
 (0 when it has none of the query's words) and its cosine similarity, computed for the lexical arm's candidates the
-vector arm did not reach. The two are fused (`secondbrain.retrieve.fusion`). Filters and quoted phrases/exclusions
-apply inside both arms. The vector arm's settings (`hnsw.ef_search`, `hnsw.iterative_scan`) are set for the
-statement's own transaction only.
+vector arm did not reach. The two are fused (`secondbrain.retrieve.fusion`); with both arms, each candidate also
+gets its note's best evidence of each arm (a window over the candidates) and the share of the question's code it
+contains as written (`secondbrain.retrieve.verbatim`, a regular expression on the candidates only). Filters and quoted
+phrases/exclusions apply inside both arms (a phrase with no indexed word constrains nothing). The vector arm's
+settings (`hnsw.ef_search`, `hnsw.iterative_scan`) are set for the statement's own transaction only.
 """
 
 from __future__ import annotations
