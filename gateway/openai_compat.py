@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 import grpc
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -37,6 +37,9 @@ from secondbrain.v1 import retrieval_pb2 as common
 # The model that answers with the chat settings' provider and model.
 DEFAULT_MODEL = "secondbrain"
 CONVERSATION_HEADER = "x-secondbrain-conversation"
+MAX_MODEL_CHARS = 200
+# A conversation id is a UUID (36 characters); anything much longer is not one.
+MAX_CONVERSATION_CHARS = 64
 OPTIONS_TIMEOUT_SECONDS = 30.0
 # A whole answer, not streamed, must be written within this.
 ANSWER_TIMEOUT_SECONDS = 600.0
@@ -70,9 +73,12 @@ class _Completion(BaseModel):
     # Sampling and other knobs (temperature, max_tokens, ...) are accepted and left to the configured model.
     model_config = ConfigDict(extra="allow")
 
-    model: str = DEFAULT_MODEL
+    # No model id is near this long; a longer one is refused here, not echoed back by a service in a gRPC status
+    # too large to send (which reached the client as a 429, which OpenAI's SDKs retry).
+    model: str = Field(DEFAULT_MODEL, max_length=MAX_MODEL_CHARS)
     messages: list[_Message] = Field(min_length=1)
-    stream: bool = False
+    # A boolean, as OpenAI's API takes it: "yes" or 1 is a mistake to report, not a true.
+    stream: StrictBool = False
 
 
 def _error(message: str, kind: str, code: str | None) -> dict[str, Any]:
@@ -104,6 +110,14 @@ def _turn(body: _Completion) -> tuple[str, list[common.HistoryMessage]]:
         raise InvalidInput("the last message must be the user's question")
     history = [common.HistoryMessage(role=ROLE_VALUES[m.role], content=m.text()) for m in said[:-1]]
     return said[-1].text(), history
+
+
+def _check_conversation_header(value: str) -> None:
+    if len(value) > MAX_CONVERSATION_CHARS:
+        raise InvalidInput(
+            f"the {CONVERSATION_HEADER} header is {len(value)} characters long: a conversation id is a UUID, as "
+            "CreateConversation returns it"
+        )
 
 
 def _source(passage: common.Passage) -> dict[str, Any]:
@@ -161,6 +175,7 @@ class OpenAICompat:
             refuse_lone_surrogates(data, "request body")
             body = _Completion.model_validate(data)
             question, history = _turn(body)
+            _check_conversation_header(request.headers.get(CONVERSATION_HEADER, ""))
         except HttpError as error:
             return error_response(error.status or HTTP_STATUS.get(error.code, 400), error.message)
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):

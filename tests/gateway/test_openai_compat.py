@@ -158,6 +158,26 @@ async def test_a_lone_surrogate_anywhere_is_a_400_saying_so(
     assert errors == [], [r.getMessage() for r in errors]
 
 
+async def test_a_value_too_long_or_of_the_wrong_type_is_a_400_before_any_call(guarded: Gateway) -> None:  # noqa: F811
+    answered = len(guarded.chat.answer_requests())
+    http = guarded.client(guarded.envoy_url, authorization=f"Bearer {TOKEN}")
+    question = [{"role": "user", "content": "What did we decide about the worktop?"}]
+
+    async def refused(body: dict[str, Any], says: str, **headers: str) -> None:
+        response = await http.post("/v1/chat/completions", json={"messages": question, **body}, headers=headers)
+        assert response.status_code == 400, response.text
+        error = response.json()["error"]
+        assert error["type"] == "invalid_request_error" and says in error["message"], error
+
+    # Not a 429 (a service's error echoing the value was too large a gRPC status), which OpenAI's SDKs retry.
+    await refused({"model": "m" * 10_000}, "model: String should have at most 200 characters")
+    await refused({}, "a conversation id is a UUID", **{"X-Secondbrain-Conversation": "c" * 60_000})
+    # OpenAI takes a boolean only.
+    for lax in ("yes", 1, "true"):
+        await refused({"stream": lax}, "stream: Input should be a valid boolean")
+    assert len(guarded.chat.answer_requests()) == answered, "no model was asked"
+
+
 async def test_in_agent_mode_a_passage_a_tool_added_is_among_the_sources(guarded: Gateway) -> None:  # noqa: F811
     """With the settings in agent mode, the model's lookups happen behind the endpoint: a passage a tool added may be
     cited, and it is listed with the others."""

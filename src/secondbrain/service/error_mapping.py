@@ -51,13 +51,28 @@ def status_for(error: SecondbrainError) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
+# A status's message travels in a trailer, percent-encoded, under the metadata size limit (8 KiB by default): a
+# message that quotes a long input back ("'<60 KB>' is not a conversation id") would not fit, and the client would get
+# RESOURCE_EXHAUSTED instead of the error. So it is cut to this many bytes of UTF-8 (at most 3 times as many sent).
+MAX_DETAILS_BYTES = 1000
+
+
+def details_of(error: Exception) -> str:
+    """The error's message as a status carries it: whole when short, else cut, with an ellipsis."""
+    message = str(error)
+    encoded = message.encode("utf-8", "surrogatepass")
+    if len(encoded) <= MAX_DETAILS_BYTES:
+        return message
+    return encoded[: MAX_DETAILS_BYTES - 3].decode("utf-8", "ignore") + "…"
+
+
 async def _abort_for(error: Exception, context: grpc.aio.ServicerContext, method: str) -> None:
     if not isinstance(error, SecondbrainError) and (lost := lost_database(error)) is not None:
         error = lost
     if isinstance(error, SecondbrainError):
         code = status_for(error)
-        log.info("request failed", extra={"method": method, "code": code.name, "error": str(error)})
-        await context.abort(code, str(error))
+        log.info("request failed", extra={"method": method, "code": code.name, "error": details_of(error)})
+        await context.abort(code, details_of(error))
     incident = uuid.uuid4().hex[:12]
     log.exception("unexpected error", extra={"method": method, "incident": incident})
     await context.abort(grpc.StatusCode.INTERNAL, f"internal error (incident {incident}); the server log has details")
