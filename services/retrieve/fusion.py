@@ -58,8 +58,7 @@ class Fusion:
         BM25 score as a share of the most the query could score (0 without a lexical arm)."""
         if self.kind == "rrf":
             return rrf_sql(lexical_rank, vector_rank)
-        weight = self.vector_weight
-        return f"{weight} * coalesce({similarity}, 0) + {1 - weight} * {lexical_share}"
+        return self._weighted(f"coalesce({similarity}, 0)", lexical_share)
 
     def hybrid_sql(self, *, own: str, note_similarity: str, note_lexical_share: str, verbatim_share: str) -> str:
         """The SQL expression of a candidate's fused score when both arms ran: its own score (`sql`) with its note's
@@ -68,9 +67,12 @@ class Fusion:
         candidates, and the share of the question's code tokens it contains."""
         if self.kind == "rrf":
             return own
-        weight = self.vector_weight
-        note = f"({weight} * {note_similarity} + {1 - weight} * {note_lexical_share})"
+        note = f"({self._weighted(note_similarity, note_lexical_share)})"
         return f"({own} + {NOTE_WEIGHT} * {note}) / {1 + NOTE_WEIGHT} + {VERBATIM_WEIGHT} * {verbatim_share}"
+
+    def _weighted(self, similarity: str, lexical_share: str) -> str:
+        """The weighted sum of a similarity and a BM25 share (SQL expressions), a chunk's or its note's alike."""
+        return f"{self.vector_weight} * {similarity} + {1 - self.vector_weight} * {lexical_share}"
 
 
 DEFAULT_FUSION = Fusion()
