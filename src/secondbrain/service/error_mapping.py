@@ -70,9 +70,9 @@ async def _abort_for(error: Exception, context: grpc.aio.ServicerContext, method
     if not isinstance(error, SecondbrainError) and (lost := lost_database(error)) is not None:
         error = lost
     if isinstance(error, SecondbrainError):
-        code = status_for(error)
-        log.info("request failed", extra={"method": method, "code": code.name, "error": details_of(error)})
-        await context.abort(code, details_of(error))
+        code, details = status_for(error), details_of(error)
+        log.info("request failed", extra={"method": method, "code": code.name, "error": details})
+        await context.abort(code, details)
     incident = uuid.uuid4().hex[:12]
     log.exception("unexpected error", extra={"method": method, "incident": incident})
     await context.abort(grpc.StatusCode.INTERNAL, f"internal error (incident {incident}); the server log has details")
