@@ -186,14 +186,16 @@ def load(name: str) -> tuple[dict[int, str], list[Question], dict[str, list[tupl
     return paths, questions, queries, texts
 
 
+def mixed(similarity: float, lexical_share: float, vector_weight: float) -> float:
+    """The product's weighted fusion (`Fusion.sql`), in Python."""
+    return vector_weight * similarity + (1 - vector_weight) * lexical_share
+
+
 def weighted(vector_weight: float = 0.6) -> Variant:
     """Today's fusion: w x cosine + (1 - w) x BM25 share, per chunk."""
 
     def rescore(rows: Rows) -> Rows:
-        scored = [
-            replace(c, fused=vector_weight * (c.similarity or 0.0) + (1 - vector_weight) * c.lexical_share)
-            for c in rows
-        ]
+        scored = [replace(c, fused=mixed(c.similarity or 0.0, c.lexical_share, vector_weight)) for c in rows]
         return sorted(scored, key=lambda c: (-c.fused, c.chunk_id))
 
     return rescore
@@ -217,8 +219,8 @@ def note_evidence(beta: float, vector_weight: float = 0.6) -> Variant:
         best_sim, best_lex = note_bests(rows)
         scored = []
         for c in rows:
-            own = vector_weight * (c.similarity or 0.0) + (1 - vector_weight) * c.lexical_share
-            note = vector_weight * best_sim[c.file_id] + (1 - vector_weight) * best_lex[c.file_id]
+            own = mixed(c.similarity or 0.0, c.lexical_share, vector_weight)
+            note = mixed(best_sim[c.file_id], best_lex[c.file_id], vector_weight)
             scored.append(replace(c, fused=(own + beta * note) / (1 + beta)))
         return sorted(scored, key=lambda c: (-c.fused, c.chunk_id))
 
@@ -238,7 +240,7 @@ def note_rrf(k: int = 60, chunk_weight: float = 0.0, vector_weight: float = 0.6)
                     rrf[note] += 1 / (k + rank)
         scored = []
         for c in rows:
-            own = vector_weight * (c.similarity or 0.0) + (1 - vector_weight) * c.lexical_share
+            own = mixed(c.similarity or 0.0, c.lexical_share, vector_weight)
             scored.append(replace(c, fused=rrf[c.file_id] * 30 + chunk_weight * own + 1e-6 * own))
         return sorted(scored, key=lambda c: (-c.fused, c.chunk_id))
 
