@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import grpc
 import httpx2
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from secondbrain.chat.v1 import chat_service_pb2 as chat
 from secondbrain.chat.v1 import chat_service_pb2_grpc as chat_grpc
@@ -105,6 +106,42 @@ async def test_unauthenticated_15_mb_calls_to_chat_cost_it_nothing(
     record_property("figures", f"chat grew {growth:.1f} MB at most (limit {MAX_GROWTH_MB} MB)")
     assert outcomes == ["refused"] * 10
     assert growth < MAX_GROWTH_MB, f"chat grew {growth:.0f} MB for 10 refused calls"
+
+
+async def test_twenty_unauthenticated_15_mb_health_checks_cost_ingest_nothing_and_still_answer(
+    guarded: Cluster, record_property: Callable[[str, object], None]
+) -> None:
+    # Health checks need no token (probes carry none), and ingest's transport takes 16 MiB for UpsertNote: a
+    # second probe's 20 such checks took ingest from 95 to 445 MB while each was read whole.
+    options = [("grpc.max_send_message_length", 64 * 1024 * 1024)]
+    padded = health_pb2.HealthCheckRequest(service="x" * BIG)
+
+    async def load() -> list[object]:
+        async with grpc.aio.insecure_channel(guarded.address("ingest"), options=options) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+
+            async def one() -> object:
+                try:
+                    return (await stub.Check(padded, timeout=60)).status
+                except grpc.aio.AioRpcError as error:
+                    return error.code()
+
+            return list(await asyncio.gather(*(one() for _ in range(20))))
+
+    growth, outcomes = await _peak_growth(guarded, "ingest", load)
+    record_property("figures", f"ingest grew {growth:.1f} MB at most (limit {MAX_GROWTH_MB} MB)")
+    assert growth < MAX_GROWTH_MB, f"ingest grew {growth:.0f} MB for 20 health checks"
+    # Answered as any probe is, with the server's status: the request, unread, changes nothing.
+    assert outcomes == [health_pb2.HealthCheckResponse.SERVING] * 20
+    async with grpc.aio.insecure_channel(guarded.address("ingest")) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        named = health_pb2.HealthCheckRequest(service="secondbrain.ingest.v1.IngestService")
+        assert (await stub.Check(named, timeout=10)).status == health_pb2.HealthCheckResponse.SERVING
+        # With the token, the request is read, and a service the server does not have is NOT_FOUND.
+        metadata = (("authorization", f"Bearer {TOKEN}"),)
+        with pytest.raises(grpc.aio.AioRpcError) as unknown:
+            await stub.Check(health_pb2.HealthCheckRequest(service="nope"), metadata=metadata, timeout=10)
+        assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
 
 
 async def test_with_the_token_a_request_is_held_to_what_its_method_takes(guarded: Cluster) -> None:
