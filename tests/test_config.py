@@ -131,6 +131,16 @@ def test_vault_config_that_is_not_json_says_where(tmp_path: Path) -> None:
         load_vault_config(tmp_path)
 
 
+def test_vault_config_linked_out_of_the_vault_is_not_read(tmp_path: Path) -> None:
+    vault, secret = tmp_path / "vault", tmp_path / "server.json"
+    vault.mkdir()
+    secret.write_text(json.dumps({"ingest": {"ignore": "root:x:0:0"}}))
+    (vault / "secondbrain.json").symlink_to(secret)
+    with pytest.raises(ConfigError, match="symlink to outside the vault") as raised:
+        load_vault_config(vault)
+    assert "root:x" not in str(raised.value)
+
+
 def test_vault_that_is_not_a_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SECONDBRAIN_VAULT", str(tmp_path / "missing"))
     with pytest.raises(ConfigError, match="SECONDBRAIN_VAULT"):

@@ -24,6 +24,7 @@ from secondbrain.ingest.enrich import Contextualizer
 from secondbrain.ingest.events import FileDone, Outcome, Totals
 from secondbrain.ingest.note import ParsedNote, parse_note
 from secondbrain.ingest.vault_walk import VaultFile, read_note_text
+from secondbrain.vault_files import OutsideVault
 
 # Room left in the encoder's window for the context line when enrichment is on.
 CONTEXT_TOKENS = 48
@@ -213,10 +214,15 @@ class NoteIndexer:
                 try:
                     text = await asyncio.to_thread(read_note_text, file)
                 except (InvalidInput, NotFound, FailedPrecondition, OSError) as error:
-                    # Unreadable, or gone since the walk (the next sync removes it).
+                    # Unreadable, or gone since the walk (the next sync removes it); a link out of the vault now,
+                    # so what was stored under its path goes at once.
                     reason = str(error)
+                    mtime = store.to_datetime(file.mtime)
                     async with self.db.pool.acquire() as connection:
-                        await store.mark_failed(connection, file.path, reason, file.size, store.to_datetime(file.mtime))
+                        if isinstance(error, OutsideVault):
+                            await store.forget_note(connection, file.path, reason, mtime)
+                        else:
+                            await store.mark_failed(connection, file.path, reason, file.size, mtime)
                     yield totals.report(file.path, Outcome.FAILED, error=reason)
                     continue
                 prepared = await asyncio.to_thread(self.prepare, file.path, text, file.mtime, file.size, known is None)

@@ -140,7 +140,10 @@ class Ingestor:
                 recordable = item.path in index or not path_length_problem(item.path)
                 if recordable and item.path not in listed:
                     async with self.db.pool.acquire() as connection:
-                        await store.mark_failed(connection, item.path, item.reason, 0, datetime.now(UTC))
+                        if item.forget:  # a link now: what was stored under this path is not the vault's note
+                            await store.forget_note(connection, item.path, item.reason, datetime.now(UTC))
+                        else:
+                            await store.mark_failed(connection, item.path, item.reason, 0, datetime.now(UTC))
                 yield totals.report(item.path, Outcome.FAILED, error=item.reason)
             present = listed | {s.path for s in skipped} | {p.source for p in personas}
             gone = sorted(path for path in index if path not in present)

@@ -107,16 +107,16 @@ class WorkQueue:
         by_path = {note_path(item.path): item for item in items}
         files, finished = [], 0
         for item in items:
-            absolute = Path(item.vault_path) / item.path
+            vault = Path(item.vault_path)
             try:
-                stat = await asyncio.to_thread(absolute.stat)
+                stat = await asyncio.to_thread((vault / item.path).stat)
             except OSError as error:
                 reason = f"{item.path} can no longer be read ({error.strerror or error}); the next sync catches up"
                 async with self.db.pool.acquire() as connection:
                     await store.finish_item(connection, item.id, self.worker_name, "failed", 0, 0, reason, [])
                 finished += 1
                 continue
-            files.append(VaultFile(note_path(item.path), absolute, stat.st_size, stat.st_mtime, on_disk=item.path))
+            files.append(VaultFile(note_path(item.path), vault, stat.st_size, stat.st_mtime, on_disk=item.path))
         async with self.db.pool.acquire() as connection:
             index = await store.fetch_files(connection, [file.path for file in files])
 

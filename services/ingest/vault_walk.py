@@ -4,7 +4,8 @@ A vault is a folder a person also uses with other tools, so the walk is defensiv
 through a symlink, never loops, never reads a file twice under two names, and reports every markdown file it
 will not index with a reason the person can act on. Paths are vault-relative POSIX strings in Unicode NFC because
 they are the notes' identity in the database and in citations, whatever the operating system (`note_paths` holds
-those rules); every file read from the vault (notes and personas alike) is found and read by the rules here.
+those rules); every file read from the vault (notes and personas alike) is found by the rules here and read by
+`secondbrain.vault_files.read_inside`, which re-checks at the moment of reading what the walk checked before.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from secondbrain.errors import FailedPrecondition, InvalidInput, NotFound
+from secondbrain.errors import FailedPrecondition, InvalidInput
 from secondbrain.ingest.ignore_patterns import ignore_pattern
 from secondbrain.ingest.note_paths import name_problem, note_path, path_length_problem, spelled_out
+from secondbrain.vault_files import read_inside
 
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -27,13 +29,19 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 @dataclass(frozen=True)
 class VaultFile:
     """A note found by the walk: `path` is its identity (NFC), `on_disk` the vault-relative name as the file system
-    spells it (macOS writes NFD), which is what is opened."""
+    spells it (macOS writes NFD), which is what is opened, inside `vault`. `max_bytes` bounds the read, which may
+    come well after the walk measured the file."""
 
     path: str
-    absolute: Path
+    vault: Path
     size: int
     mtime: float
     on_disk: str
+    max_bytes: int | None = None
+
+    @property
+    def absolute(self) -> Path:
+        return self.vault / self.on_disk
 
 
 @dataclass(frozen=True)
@@ -47,10 +55,13 @@ class SizeLimit:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A markdown file (or a symlink) the walk will not index, and why."""
+    """A markdown file (or a symlink) the walk will not index, and why. `forget`: the path is not a note of this
+    vault at all now (a link), so what was stored under it goes; otherwise (too large, not UTF-8, unreadable) a
+    version indexed before stays searchable until the file is fixed."""
 
     path: str
     reason: str
+    forget: bool = False
 
 
 def walk_vault(
@@ -79,13 +90,13 @@ def list_folder(root: Path, folder: str, size_limit: SizeLimit) -> tuple[list[Va
 def read_note_text(file: VaultFile) -> str:
     """The note's text: UTF-8 (a BOM is dropped) with '\\r\\n' and '\\r' turned into '\\n'.
 
+    Read by `read_inside`, so whatever the path has become since the walk, nothing outside the vault is read.
     Raises InvalidInput for binary or non-UTF-8 content, naming the byte offset so the person can find it;
-    NotFound when the file has gone since the walk; FailedPrecondition when it cannot be read.
+    NotFound when the file has gone since the walk; OutsideVault when it has become a link out of the vault;
+    FailedPrecondition when it cannot be read.
     """
     try:
-        data = file.absolute.read_bytes()
-    except FileNotFoundError:
-        raise NotFound(f"{file.path} no longer exists in the vault") from None
+        data = read_inside(file.vault, file.on_disk, file.max_bytes)
     except OSError as error:
         raise FailedPrecondition(f"cannot read {file.path}: {error.strerror or error}") from None
     return _decode_note_bytes(file.path, data)
@@ -171,7 +182,9 @@ class _Walk:
                 )
         # A skipped name (or a reason quoting one) may be one that is not UTF-8, which only its spelled-out form
         # can be stored and reported under.
-        skipped = [Skipped(note_path(spelled_out(item.path)), spelled_out(item.reason)) for item in self.skipped]
+        skipped = [
+            Skipped(note_path(spelled_out(item.path)), spelled_out(item.reason), item.forget) for item in self.skipped
+        ]
         return sorted(files.values(), key=lambda file: file.path), sorted(skipped, key=lambda item: item.path)
 
     def walk_tree(self, relative: str, directory: Path) -> list[tuple[str, Path]]:
@@ -211,16 +224,16 @@ class _Walk:
             info = target.stat()
         except (OSError, RuntimeError):
             if _is_markdown(entry.name):
-                self.skipped.append(Skipped(relative, "broken symlink (its target does not exist or loops)"))
+                self.skipped.append(Skipped(relative, "broken symlink (its target does not exist or loops)", True))
             return []
         if not target.is_relative_to(self.root):
-            self.skipped.append(Skipped(relative, f"symlink to outside the vault ({target}); not followed"))
+            self.skipped.append(Skipped(relative, f"symlink to outside the vault ({target}); not followed", True))
             return []
         is_dir = stat.S_ISDIR(info.st_mode)
         if target != self.root and self.excluded(target.relative_to(self.root).as_posix(), is_dir):
             inside = target.relative_to(self.root).as_posix()
             self.skipped.append(
-                Skipped(relative, f"symlink to {inside}, which is not indexed (a hidden folder or ingest.ignore)")
+                Skipped(relative, f"symlink to {inside}, which is not indexed (a hidden folder or ingest.ignore)", True)
             )
             return []
         if is_dir:
@@ -233,14 +246,14 @@ class _Walk:
         already = self.seen_dirs.get(target)
         if already is not None:
             where = f"the folder {already}" if already else "the vault folder itself"
-            self.skipped.append(Skipped(relative, f"symlink to {where}, which is indexed under its own path"))
+            self.skipped.append(Skipped(relative, f"symlink to {where}, which is indexed under its own path", True))
             return []
         return self.walk_tree(relative, Path(self.root, relative))
 
     def add_linked_file(self, relative: str, target: Path) -> None:
         listed = self.found.get(target)
         if listed is not None:
-            self.skipped.append(Skipped(relative, f"symlink to {listed[0]}, which is indexed under that path"))
+            self.skipped.append(Skipped(relative, f"symlink to {listed[0]}, which is indexed under that path", True))
             return
         self.add_file(relative, Path(self.root, relative), real=target)
 
@@ -275,7 +288,7 @@ class _Walk:
             return
         if real in self.found:
             return
-        file = VaultFile(path=name, absolute=path, size=info.st_size, mtime=info.st_mtime, on_disk=relative)
+        file = VaultFile(name, self.root, info.st_size, info.st_mtime, on_disk=relative, max_bytes=limit.bytes)
         self.found[real] = (relative, file)
 
     def ignored(self, relative: str, is_dir: bool = False) -> bool:

@@ -29,13 +29,16 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from secondbrain.errors import ConfigError, describe_problems
+from secondbrain.errors import ConfigError, SecondbrainError, describe_problems
 from secondbrain.llm.presets import ProviderOverride
 from secondbrain.retrieve.fusion import VECTOR_WEIGHT, FusionKind
 from secondbrain.service.auth import is_loopback
+from secondbrain.vault_files import read_inside
 
 ENV_PREFIX = "SECONDBRAIN_"
 VAULT_CONFIG_FILE = "secondbrain.json"
+# A few settings; far more is not a vault's configuration.
+VAULT_CONFIG_BYTES = 1024 * 1024
 
 # Default ports: a gRPC port per service, then the REST shim and Envoy (the one address a browser needs).
 # A server given port 0 binds any free port.
@@ -387,10 +390,11 @@ def load_vault_config(vault: Path | None) -> VaultConfig:
     if not path.is_file():
         return VaultConfig()
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        # Read as a note is: a link out of the vault is not followed (it would quote a file of the server back).
+        raw = json.loads(read_inside(vault, VAULT_CONFIG_FILE, VAULT_CONFIG_BYTES).decode("utf-8"))
     except json.JSONDecodeError as error:
         raise ConfigError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}): {error.msg}") from None
-    except (OSError, UnicodeDecodeError) as error:
+    except (OSError, UnicodeDecodeError, SecondbrainError) as error:
         raise ConfigError(f"{path}: cannot be read: {error}") from None
     try:
         return VaultConfig.model_validate(raw)

@@ -189,3 +189,69 @@ async def test_a_persona_whose_name_is_not_utf8_is_one_failed_file(ingest: Inges
     assert "file name is not valid UTF-8" in waiter.error
     assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_ADDED
     assert set(await personas(ingest)) == {"assistant", "gardener"}
+
+
+async def stored_text(ingest: Ingest) -> str:
+    """Everything the index holds of the notes' text: bodies and chunks."""
+    async with ingest.db.pool.acquire() as connection:
+        bodies = await connection.fetch("SELECT body FROM vault_files")
+        chunks = await connection.fetch("SELECT content FROM vault_chunks")
+    return " ".join([row["body"] for row in bodies] + [row["content"] for row in chunks])
+
+
+async def test_a_note_swapped_for_a_link_between_walk_and_read_leaves_nothing_of_the_target(
+    ingest: Ingest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a probe: the walk saw a note, then the file became a link to /etc/passwd before the worker read it,
+    # which was indexed and served; the next sync said "not followed" and kept it.
+    secret = tmp_path / "passwd"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    plan = ingest.vault.write("Plan.md", "# Plan\n\nThe first plan.\n")
+    await ingest.sync()
+    assert "The first plan" in await stored_text(ingest)
+    plan.write_text("# Plan\n\nThe second plan.\n")  # changed, so this sync reads it
+
+    from secondbrain.ingest import pipeline
+
+    walk = pipeline.walk_vault
+
+    def walk_then_swap(*args: object, **options: object) -> object:
+        found = walk(*args, **options)
+        plan.unlink()
+        plan.symlink_to(secret)
+        return found
+
+    monkeypatch.setattr(pipeline, "walk_vault", walk_then_swap)
+    events = await ingest.sync()
+    swapped = files(events)["Plan.md"]
+    assert swapped.outcome == pb.FILE_OUTCOME_FAILED
+    assert "outside the vault" in swapped.error
+    text = await stored_text(ingest)
+    assert "root:x:0:0" not in text and "root:x:0:0" not in " ".join(ingest.embedded_texts())
+    assert "plan" not in text.lower(), "the link's path holds nothing of the note it replaced either"
+    assert "outside the vault" in (await failed_reasons(ingest))["Plan.md"]
+
+
+async def test_a_note_that_became_a_link_loses_its_stored_text_at_the_next_sync(ingest: Ingest, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere.md"
+    elsewhere.write_text("# Elsewhere\n\nNot of this vault.\n")
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    plan = ingest.vault.write("Plan.md", "# Plan\n\nThe first plan.\n")
+    inside = ingest.vault.write("Notes/Budget.md", "# Budget\n\nThe budget.\n")
+    await ingest.sync()
+    plan.unlink()
+    plan.symlink_to(elsewhere)
+    inside.unlink()
+    inside.symlink_to(ingest.vault.root / "Architecture.md")  # inside the vault, indexed under its own path
+    events = await ingest.sync()
+    assert "outside the vault" in files(events)["Plan.md"].error
+    assert "indexed under that path" in files(events)["Notes/Budget.md"].error
+    text = await stored_text(ingest)
+    assert "first plan" not in text and "The budget" not in text and "Not of this vault" not in text
+    assert await chunks_of(ingest, "Plan.md") == [] and await chunks_of(ingest, "Notes/Budget.md") == []
+    assert len(await chunks_of(ingest, "Architecture.md")) > 0
+    # A note that is only unreadable for now keeps its indexed version: nothing stored is lost to a bad save.
+    (ingest.vault.root / "Architecture.md").write_bytes(b"# Architecture\n\x00broken")
+    await ingest.sync()
+    assert len(await chunks_of(ingest, "Architecture.md")) > 0

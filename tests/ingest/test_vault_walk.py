@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from secondbrain.errors import ConfigError, InvalidInput, NotFound
+from secondbrain.errors import ConfigError, FailedPrecondition, InvalidInput, NotFound
 from secondbrain.ingest.vault_walk import SizeLimit, VaultFile, list_folder, read_note_text, walk_vault
+from secondbrain.vault_files import OutsideVault
 from tests.ingest.conftest import write_raw
 
 FIXTURE = Path(__file__).parent.parent / "data" / "vault"
@@ -211,7 +212,7 @@ def test_a_vault_root_that_is_itself_a_symlink(vault: Path, tmp_path: Path) -> N
 
 def note_file(path: Path, relative: str) -> VaultFile:
     info = path.stat()
-    return VaultFile(path=relative, absolute=path, size=info.st_size, mtime=info.st_mtime, on_disk=relative)
+    return VaultFile(relative, path.parent, info.st_size, info.st_mtime, on_disk=relative)
 
 
 def test_read_normalises_line_endings_and_drops_a_bom(tmp_path: Path) -> None:
@@ -251,6 +252,28 @@ def test_a_file_gone_since_the_walk_is_not_found(tmp_path: Path) -> None:
     path.unlink()
     with pytest.raises(NotFound, match=r"gone\.md no longer exists"):
         read_note_text(file)
+
+
+def test_a_note_swapped_for_a_link_out_of_the_vault_after_the_walk_is_not_read(tmp_path: Path) -> None:
+    vault, secret = tmp_path / "vault", tmp_path / "secret.md"
+    secret.write_text("# Secret\n\nthe server's own file\n")
+    write(vault, "Note.md")
+    (note,) = walk_vault(vault)[0]
+    (vault / "Note.md").unlink()
+    (vault / "Note.md").symlink_to(secret)
+    with pytest.raises(OutsideVault, match=r"Note\.md is a symlink to outside the vault"):
+        read_note_text(note)
+    # And the next walk says the path is no note of the vault now: what was stored under it goes.
+    files, skipped = walk_vault(vault)
+    assert files == [] and [(item.path, item.forget) for item in skipped] == [("Note.md", True)]
+
+
+def test_a_note_that_grew_past_the_limit_after_the_walk_is_not_read_whole(tmp_path: Path) -> None:
+    path = write(tmp_path, "grows.md", "# Small\n")
+    (note,) = walk_vault(tmp_path, max_file_bytes=100)[0]
+    path.write_text("# Large\n" + "x" * 1000)
+    with pytest.raises(FailedPrecondition, match="larger than 100 bytes"):
+        read_note_text(note)
 
 
 def test_every_fixture_note_reads() -> None:

@@ -191,6 +191,14 @@ async def mark_failed(connection: asyncpg.Connection, path: str, reason: str, si
     )
 
 
+async def forget_note(connection: asyncpg.Connection, path: str, reason: str, mtime: datetime) -> None:
+    """Remove what is stored of a path that is no longer a note (it became a link out of the vault, say), keeping a
+    row that says why, so status shows it; both in one transaction."""
+    async with connection.transaction():
+        await delete_notes(connection, [path])
+        await mark_failed(connection, path, reason, 0, mtime)
+
+
 async def delete_notes(connection: asyncpg.Connection, paths: Sequence[str]) -> int:
     """Delete notes (their chunks and links cascade); returns the chunks removed."""
     if not paths:
