@@ -1,10 +1,12 @@
-"""The shim's two pure ASGI middlewares (they never buffer a stream): security headers on every response, and the
-bearer token in front of `/api/`."""
+"""The shim's pure ASGI middlewares (they never buffer a stream): security headers on every response, the bearer
+token in front of `/api/`, `/v1/` and `/mcp`, and the client each request is served for."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import grpc
-from starlette.datastructures import MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
@@ -13,6 +15,7 @@ from secondbrain.gateway.endpoints import MCP_PATH, OPENAI_PREFIX
 from secondbrain.gateway.http_errors import error_response
 from secondbrain.gateway.openai_compat import error_response as openai_error
 from secondbrain.service.auth import HEADER, REFUSED, token_matches
+from secondbrain.service.client_address import FORWARDED_CLIENT, FORWARDED_FOR, Network, resolve_client
 
 # What `/api/` serves without the token: the API's description holds no data, and a client needs it to learn
 # how to authenticate. (The UI's static files are outside `/api/` and open too: they hold no data either.)
@@ -94,3 +97,26 @@ class TokenGuard:
             await self.app(scope, receive, send)
             return
         await response(scope, receive, send)
+
+
+class ClientAddress:
+    """Pure ASGI middleware: the client each request is served for (`client_address.resolve_client`: the peer, or whom a
+    proxy of ours in `proxies` saw), set as FORWARDED_CLIENT while it is served, so every gRPC call made for it
+    (REST, /v1, and the tools of /mcp alike) carries it to chat's per-client limit."""
+
+    def __init__(self, app: ASGIApp, proxies: Sequence[Network], trusted_hops: int = 0) -> None:
+        self.app = app
+        self.proxies = tuple(proxies)
+        self.trusted_hops = trusted_hops
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        peer = scope["client"][0] if scope.get("client") else "unknown"
+        forwarded = Headers(scope=scope).get(FORWARDED_FOR)
+        token = FORWARDED_CLIENT.set(resolve_client(peer, forwarded, self.proxies, self.trusted_hops))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            FORWARDED_CLIENT.reset(token)

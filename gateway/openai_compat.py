@@ -203,15 +203,13 @@ class OpenAICompat:
     def _call(
         self, request: Request, body: _Completion, question: str, history: list[common.HistoryMessage]
     ) -> grpc.aio.UnaryStreamCall:
-        forwarded = request.headers.get("x-forwarded-for") or (request.client.host if request.client else "")
-        metadata = (("x-forwarded-for", forwarded),)
         conversation = request.headers.get(CONVERSATION_HEADER)
         if conversation:
             send = pb.SendMessageRequest(conversation_id=conversation, content=question)
-            return self.chat.SendMessage(send, metadata=metadata)
+            return self.chat.SendMessage(send)
         provider, model = _model_choice(body.model)
         answer = pb.AnswerRequest(content=question, history=history, provider=provider, model=model)
-        return self.chat.Answer(answer, metadata=metadata)
+        return self.chat.Answer(answer)
 
     async def _events(self, call: grpc.aio.UnaryStreamCall, first: object) -> AsyncIterator[Any]:
         try:

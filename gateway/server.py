@@ -21,6 +21,7 @@ from secondbrain.gateway.envoy_config import envoy_workdir, local_layout, render
 from secondbrain.gateway.request_message import BODY_TIMEOUT_SECONDS
 from secondbrain.gateway.shim import create_app
 from secondbrain.jsonlog import configure_logging
+from secondbrain.service.client_address import networks
 from secondbrain.service.tracing import configure_tracing
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,14 @@ async def start_shim(
     """The shim serving on `host:port` (port 0: any free port) in front of `addresses` (default: the configured
     services); returns once it accepts connections."""
     backends = Backends(addresses or {name: settings.address_of(name) for name in SERVICES}, settings.token)
-    app = create_app(backends, settings.token, ui_dir or default_ui_dir(), body_timeout=body_timeout)
+    app = create_app(
+        backends,
+        settings.token,
+        ui_dir or default_ui_dir(),
+        body_timeout=body_timeout,
+        proxies=networks(settings.trusted_proxies),
+        trusted_hops=settings.trusted_proxy_hops,
+    )
     config = uvicorn.Config(
         app,
         host=host or settings.host,
@@ -82,6 +90,9 @@ async def start_shim(
         http="h11",
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        # Whom a request is from is the shim's own rule (ClientAddress, SECONDBRAIN_TRUSTED_PROXIES); uvicorn's
+        # would put any text a loopback caller wrote in X-Forwarded-For in the place of the peer's address.
+        proxy_headers=False,
     )
     server = uvicorn.Server(config)
     # The process's signal handlers belong to whoever runs the loop (serve, the supervisor, a test).

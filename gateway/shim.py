@@ -16,7 +16,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 
 import grpc
@@ -34,12 +34,13 @@ from secondbrain.gateway.backends import Backends
 from secondbrain.gateway.endpoints import ENDPOINTS, MCP_PATH, OPENAI_PREFIX, Endpoint
 from secondbrain.gateway.http_errors import HttpError, error_response, from_rpc_error, not_found
 from secondbrain.gateway.mcp_door import McpDoor
-from secondbrain.gateway.middleware import SecurityHeaders, TokenGuard
+from secondbrain.gateway.middleware import ClientAddress, SecurityHeaders, TokenGuard
 from secondbrain.gateway.openai_compat import OpenAICompat
 from secondbrain.gateway.openapi import openapi_document
 from secondbrain.gateway.proto_json import to_json
 from secondbrain.gateway.request_message import BODY_TIMEOUT_SECONDS, REQUEST_TIMEOUT, request_message
 from secondbrain.gateway.sse import event_stream
+from secondbrain.service.client_address import LOOPBACK, Network, networks
 from secondbrain.service.observe import HTTP_DURATION, HTTP_REQUESTS
 from secondbrain.service.tracing import server_span
 
@@ -90,10 +91,9 @@ def _handler(endpoint: Endpoint, backends: Backends, body_timeout: float) -> Cal
     async def handle(request: Request) -> Response:
         request_id = request.headers.get(REQUEST_ID) or uuid.uuid4().hex
         headers = {REQUEST_ID: request_id}
-        # The client's address for chat's per-client limit: what Envoy recorded, else the peer the shim sees.
-        forwarded = request.headers.get("x-forwarded-for") or (request.client.host if request.client else "")
-        # (The trace context goes on through the channel's own interceptor: chat's span becomes the shim's child.)
-        metadata = ((REQUEST_ID, request_id), ("x-forwarded-for", forwarded))
+        # (The client it is served for and the trace context go on through the channel's own interceptor: chat's
+        # span becomes the shim's child.)
+        metadata = ((REQUEST_ID, request_id),)
         channel = backends.channel(endpoint.service)
         try:
             message = await request_message(request, endpoint, body_timeout)
@@ -140,9 +140,16 @@ def _handler(endpoint: Endpoint, backends: Backends, body_timeout: float) -> Cal
 
 
 def create_app(
-    backends: Backends, token: str | None, ui_dir: Path | None = None, *, body_timeout: float = BODY_TIMEOUT_SECONDS
+    backends: Backends,
+    token: str | None,
+    ui_dir: Path | None = None,
+    *,
+    body_timeout: float = BODY_TIMEOUT_SECONDS,
+    proxies: Sequence[Network] = networks(LOOPBACK),
+    trusted_hops: int = 0,
 ) -> ASGIApp:
-    """The shim over `backends`; the built web UI from `ui_dir` under `/` when it exists."""
+    """The shim over `backends`; the built web UI from `ui_dir` under `/` when it exists. `proxies` (and the
+    `trusted_hops` in front of them) say whose `x-forwarded-for` names the client."""
     document = openapi_document()
 
     async def openapi(request: Request) -> Response:
@@ -197,4 +204,4 @@ def create_app(
         return not_found(path)
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_routed, 405: not_routed})
-    return SecurityHeaders(TokenGuard(app, token))
+    return SecurityHeaders(ClientAddress(TokenGuard(app, token), proxies, trusted_hops))

@@ -1,22 +1,21 @@
 """A per-client limit on questions: a token bucket per client address, in this process.
 
-A client is the address the request came from: the last hop Envoy or the shim recorded in `x-forwarded-for` (the
-address they saw, which a client cannot forge past them), else the gRPC peer. Behind proxies of one's own (a load
-balancer, an Ingress), `SECONDBRAIN_TRUSTED_PROXY_HOPS` of them, it is the hop that many places before that one:
-the address the outermost trusted proxy saw. Each process keeps its own buckets,
-so with N chat replicas a client may send up to N times the rate; that bounds what one client can cost, which is
-the point, without a shared store. Idle buckets are dropped so the table stays small.
+Who the client is follows one rule on every door (`secondbrain.service.client_address`): the peer, or what a proxy
+of ours recorded in `x-forwarded-for`. Each process keeps its own buckets, so with N chat replicas a client may send
+up to N times the rate; that bounds what one client can cost, which is the point, without a shared store. Idle
+buckets are dropped so the table stays small.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import grpc
 
 from secondbrain.errors import ResourceExhausted
+from secondbrain.service.client_address import FORWARDED_FOR, Network, grpc_peer_address, resolve_client
 
 MAX_CLIENTS = 10_000
 
@@ -28,11 +27,22 @@ class _Bucket:
 
 
 class RateLimiter:
-    def __init__(self, per_minute: int, trusted_hops: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        per_minute: int,
+        proxies: Sequence[Network] = (),
+        trusted_hops: int = 0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.per_minute = per_minute
+        self.proxies = tuple(proxies)
         self.trusted_hops = trusted_hops
         self._clock = clock
         self._buckets: dict[str, _Bucket] = {}
+
+    def check_call(self, context: grpc.aio.ServicerContext) -> None:
+        """`check` for the client of a gRPC call."""
+        self.check(client_of(context, self.proxies, self.trusted_hops))
 
     def check(self, client: str) -> None:
         """Take one question from `client`'s bucket, or raise ResourceExhausted saying when to try again."""
@@ -65,15 +75,7 @@ class RateLimiter:
                 del self._buckets[client]
 
 
-def client_of(context: grpc.aio.ServicerContext, trusted_hops: int = 0) -> str:
-    """The address a request came from: the `x-forwarded-for` hop `trusted_hops` before the last when a proxy set
-    one, else the peer. With fewer hops than that, the request did not come through the trusted proxies, and the
-    last hop (the address Envoy saw) is the one to believe, as Envoy itself does."""
-    for key, value in context.invocation_metadata() or ():
-        if key == "x-forwarded-for" and value.strip():
-            hops = [hop.strip() for hop in value.split(",")]
-            return hops[-1 - trusted_hops] if len(hops) > trusted_hops else hops[-1]
-    peer = context.peer() or "unknown"
-    # "ipv4:127.0.0.1:5555" / "ipv6:[::1]:5555": the address without the port.
-    address = peer.split(":", 1)[-1]
-    return address.rsplit(":", 1)[0].strip("[]") if ":" in address else address
+def client_of(context: grpc.aio.ServicerContext, proxies: Sequence[Network] = (), trusted_hops: int = 0) -> str:
+    """The client a call came from: its peer, or when the peer is one of `proxies`, whom the proxy saw."""
+    forwarded = next((value for key, value in context.invocation_metadata() or () if key == FORWARDED_FOR), None)
+    return resolve_client(grpc_peer_address(context.peer()), forwarded, proxies, trusted_hops)

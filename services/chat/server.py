@@ -21,6 +21,7 @@ from secondbrain.config import Config
 from secondbrain.db import Database
 from secondbrain.llm import ProviderCatalog
 from secondbrain.providers import RetryPolicy
+from secondbrain.service.client_address import networks
 from secondbrain.service.runner import ServiceDeps, serve
 from secondbrain.service.server import RunningServer, ServiceBinding, build_server
 
@@ -97,7 +98,9 @@ async def create_server(
     owned = chat is None
     chat = chat or build_chat(deps.config, deps.db)
     settings = deps.config.settings
-    limiter = RateLimiter(settings.chat_messages_per_minute, settings.trusted_proxy_hops)
+    limiter = RateLimiter(
+        settings.chat_messages_per_minute, networks(settings.trusted_proxies), settings.trusted_proxy_hops
+    )
     running = await build_server(
         address,
         [ServiceBinding(SERVICE_NAME, ChatServicer(chat, limiter), pb_grpc.add_ChatServiceServicer_to_server)],

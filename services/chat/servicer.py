@@ -17,7 +17,7 @@ from google.protobuf import json_format
 from secondbrain.chat import store
 from secondbrain.chat.agent import ToolAnswered, ToolCalled
 from secondbrain.chat.app import Chat
-from secondbrain.chat.rate_limit import RateLimiter, client_of
+from secondbrain.chat.rate_limit import RateLimiter
 from secondbrain.chat.settings import SETTABLE, ResolvedSettings, SettingsChoices
 from secondbrain.chat.turn import Delta, Done, Error, Sources, TurnEvent
 from secondbrain.chat.v1 import chat_service_pb2 as pb
@@ -229,7 +229,7 @@ class ChatServicer(pb_grpc.ChatServiceServicer):
     async def SendMessage(
         self, request: pb.SendMessageRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.SendMessageResponse]:
-        self.limiter.check(client_of(context, self.limiter.trusted_hops))
+        self.limiter.check_call(context)
         turn = self.chat.turns.send(
             request.conversation_id,
             request.content,
@@ -246,7 +246,7 @@ class ChatServicer(pb_grpc.ChatServiceServicer):
     async def Answer(
         self, request: pb.AnswerRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.AnswerResponse]:
-        self.limiter.check(client_of(context, self.limiter.trusted_hops))
+        self.limiter.check_call(context)
         turn = self.chat.turns.answer(
             request.content,
             history_from(request.history),

@@ -33,6 +33,7 @@ from secondbrain.errors import ConfigError, SecondbrainError, describe_problems
 from secondbrain.llm.presets import ProviderOverride
 from secondbrain.retrieve.fusion import VECTOR_WEIGHT, FusionKind
 from secondbrain.service.auth import is_loopback
+from secondbrain.service.client_address import LOOPBACK, networks
 from secondbrain.vault_files import read_inside
 
 ENV_PREFIX = "SECONDBRAIN_"
@@ -117,6 +118,11 @@ class Settings(BaseSettings):
         description="Proxies in front of Envoy (a load balancer, an Ingress) whose x-forwarded-for entries are "
         "trusted: a client is the address that many hops before the one Envoy saw. 0: the address Envoy saw.",
     )
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(LOOPBACK),
+        description="Addresses or CIDR blocks, comma-separated, of the proxies whose x-forwarded-for is believed "
+        "(Envoy and the shim reaching chat, Envoy reaching the shim); from any other peer the header is ignored.",
+    )
     metrics_port: int | None = Field(
         default=None,
         ge=0,
@@ -165,6 +171,17 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [origin.strip().rstrip("/") for origin in value.split(",") if origin.strip()]
         return value
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_proxies(cls, value: object) -> object:
+        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _check_proxies(cls, proxies: list[str]) -> list[str]:
+        networks(proxies)  # a ValueError names the one that is not an address
+        return proxies
 
     @field_validator("cors_origins")
     @classmethod

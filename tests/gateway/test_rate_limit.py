@@ -3,11 +3,17 @@ to try again; other calls are not limited; and the bucket refills with time."""
 
 from __future__ import annotations
 
+import httpx2
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 from secondbrain.chat.rate_limit import RateLimiter, client_of
-from secondbrain.errors import ResourceExhausted
+from secondbrain.config import load_settings
+from secondbrain.errors import ConfigError, ResourceExhausted
+from secondbrain.service.client_address import LOOPBACK, networks, resolve_client
 from tests.gateway.conftest import Gateway
+from tests.wire import Reply
 
 
 async def restart_with(gateway: Gateway, monkeypatch: pytest.MonkeyPatch, **settings: str) -> None:
@@ -38,9 +44,11 @@ async def test_questions_over_the_limit_get_429_saying_when_to_retry(
     assert len(stored) == 4, "a refused question is not stored"
 
 
-async def ask(gateway: Gateway, forwarded_for: str) -> int:
-    """One question through Envoy from a client claiming to come from `forwarded_for`: the HTTP status."""
-    client = gateway.client(gateway.envoy_url, **{"x-forwarded-for": forwarded_for})
+async def ask(gateway: Gateway, forwarded_for: str | bytes, *, through_envoy: bool = True) -> int:
+    """One question (through Envoy, or straight to the shim's port) from a client claiming to come from
+    `forwarded_for`: the HTTP status."""
+    base = gateway.envoy_url if through_envoy else gateway.shim_url
+    client = gateway.client(base, **{"x-forwarded-for": forwarded_for})  # type: ignore[arg-type]
     conversation = (await client.post("/api/chat/conversations", json={})).json()["conversation"]["id"]
     answer = await client.post(f"/api/chat/conversations/{conversation}/messages", json={"content": "Tomatoes?"})
     return answer.status_code
@@ -52,6 +60,18 @@ async def test_a_forged_forwarded_for_does_not_make_a_new_client(
     await restart_with(gateway, monkeypatch, chat_messages_per_minute="1")
     assert await ask(gateway, "203.0.113.7") == 200
     assert await ask(gateway, "198.51.100.9") == 429, "Envoy trusts no hop in front of it: the client is its peer"
+
+
+async def test_straight_to_the_shim_a_forged_forwarded_for_from_an_untrusted_peer_is_ignored(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No proxy of ours is trusted here (the test's own loopback is not listed), so the shim's peer is the client,
+    # whatever it claims: before, each forged header made a new client.
+    await restart_with(gateway, monkeypatch, chat_messages_per_minute="1", trusted_proxies="192.0.2.1")
+    assert await ask(gateway, "203.0.113.7", through_envoy=False) == 200
+    assert await ask(gateway, "198.51.100.9", through_envoy=False) == 429
+    # And a header no address could be is no 500: it is ignored like any other claim.
+    assert await ask(gateway, "\u00e9t\u00e9".encode(), through_envoy=False) == 429
 
 
 async def test_behind_a_trusted_proxy_clients_are_told_apart_by_what_it_saw(
@@ -77,14 +97,36 @@ class Metadata:
         return self._peer
 
 
+LOCAL = networks(LOOPBACK)
+
+
 def test_the_client_is_the_hop_the_outermost_trusted_proxy_saw() -> None:
     chain = Metadata("1.1.1.1, 2.2.2.2, 3.3.3.3")
-    assert client_of(chain) == "3.3.3.3"  # type: ignore[arg-type]
-    assert client_of(chain, 1) == "2.2.2.2"  # type: ignore[arg-type]
-    assert client_of(chain, 2) == "1.1.1.1"  # type: ignore[arg-type]
+    assert client_of(chain, LOCAL) == "3.3.3.3"  # type: ignore[arg-type]
+    assert client_of(chain, LOCAL, 1) == "2.2.2.2"  # type: ignore[arg-type]
+    assert client_of(chain, LOCAL, 2) == "1.1.1.1"  # type: ignore[arg-type]
     # Fewer hops than trusted: not through the proxies, so the address Envoy saw.
-    assert client_of(chain, 3) == "3.3.3.3"  # type: ignore[arg-type]
-    assert client_of(Metadata(None, "ipv6:[::1]:4444")) == "::1"  # type: ignore[arg-type]
+    assert client_of(chain, LOCAL, 3) == "3.3.3.3"  # type: ignore[arg-type]
+    assert client_of(Metadata(None, "ipv6:[::1]:4444"), LOCAL) == "::1"  # type: ignore[arg-type]
+
+
+def test_a_forwarded_for_is_believed_only_from_a_trusted_proxy_and_only_as_an_address() -> None:
+    # A caller reaching chat (or the shim) directly, not through a proxy of ours: its claim is ignored.
+    direct = Metadata("198.51.100.9", "ipv4:203.0.113.50:4444")
+    assert client_of(direct, LOCAL) == "203.0.113.50"  # type: ignore[arg-type]
+    assert client_of(direct, networks(["203.0.113.0/24"])) == "198.51.100.9"  # type: ignore[arg-type]
+    # Not an address (a name, text that is not ASCII): the hop counts as absent, and nothing odd is passed on.
+    assert resolve_client("127.0.0.1", "caf\u00e9, 203.0.113.7", LOCAL, 1) == "203.0.113.7"
+    assert resolve_client("127.0.0.1", "\u00e9t\u00e9", LOCAL) == "127.0.0.1"
+    assert resolve_client("127.0.0.1", "[2001:db8::1]", LOCAL) == "2001:db8::1"
+
+
+def test_trusted_proxies_are_checked_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SECONDBRAIN_TRUSTED_PROXIES", "10.0.0.0/8, ::1, envoy")
+    with pytest.raises(ConfigError, match="'envoy' is not an IP address or CIDR block"):
+        load_settings()
+    monkeypatch.setenv("SECONDBRAIN_TRUSTED_PROXIES", "10.0.0.0/8, ::1")
+    assert load_settings().trusted_proxies == ["10.0.0.0/8", "::1"]
 
 
 def test_the_bucket_refills_and_clients_are_counted_apart() -> None:
@@ -100,3 +142,30 @@ def test_the_bucket_refills_and_clients_are_counted_apart() -> None:
     with pytest.raises(ResourceExhausted):
         limiter.check("10.0.0.1")
     RateLimiter(0).check("anyone")  # 0 turns the limit off
+
+
+async def ask_over_mcp(gateway: Gateway, forwarded_for: str) -> tuple[bool, str]:
+    """The MCP `ask` tool, called with the official SDK's client through Envoy by a client at `forwarded_for`
+    (as a load balancer in front of Envoy would say): whether it was refused, and the text."""
+    gateway.chat.llm.script.push(Reply(deltas=["Water them weekly [1]."]))
+    async with (
+        httpx2.AsyncClient(headers={"x-forwarded-for": forwarded_for}, timeout=30) as http,
+        streamable_http_client(f"{gateway.envoy_url}/mcp", http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        answer = await session.call_tool("ask", {"question": "How often do I water the tomatoes?"})
+    return answer.is_error, answer.content[0].text
+
+
+async def test_mcp_ask_is_limited_per_mcp_client_not_per_shim(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a probe: `ask` reached chat without the client's address, so every MCP client shared the shim's
+    # bucket and one could keep `ask` refused for all.
+    await restart_with(gateway, monkeypatch, chat_messages_per_minute="1", trusted_proxy_hops="1")
+    refused, text = await ask_over_mcp(gateway, "203.0.113.7")
+    assert not refused and text.startswith("Water them weekly [1].")
+    refused, text = await ask_over_mcp(gateway, "203.0.113.7")
+    assert refused and "too many questions from 203.0.113.7" in text
+    assert (await ask_over_mcp(gateway, "198.51.100.9"))[0] is False, "another client has its own bucket"

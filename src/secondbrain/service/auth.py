@@ -19,6 +19,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2
 
 from secondbrain.jsonlog import request_id
+from secondbrain.service.client_address import FORWARDED_CLIENT, FORWARDED_FOR
 from secondbrain.service.handlers import HandlerInterceptor, without_reading
 from secondbrain.service.tracing import inject
 
@@ -105,10 +106,13 @@ class TokenInterceptor(HandlerInterceptor):
 
 
 def _with_metadata(details: grpc.aio.ClientCallDetails, token: str | None) -> grpc.aio.ClientCallDetails:
-    """The call with the token, the id of the request being served and its trace context, each when there is one."""
+    """The call with the token, the id of the request being served, the client it is served for (as a proxy of
+    ours resolved it) and its trace context, each when there is one."""
     extra = [(HEADER, bearer(token))] if token else []
     if (current := request_id.get()) is not None:
         extra.append((REQUEST_ID_HEADER, current))
+    if (client := FORWARDED_CLIENT.get()) is not None:
+        extra.append((FORWARDED_FOR, client))
     trace_context: dict[str, str] = {}
     inject(trace_context)
     extra += trace_context.items()
