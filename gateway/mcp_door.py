@@ -3,7 +3,9 @@ stdio, calling the services through the shim's own channels (so with the API tok
 shim's TokenGuard asks callers for it too).
 
 Stateless: each POST is a session of its own, so any shim replica can answer any request and nothing is held
-between requests.
+between requests. A POST's body is read here first, under the limits every door of the shim keeps (1 MiB, all of it
+within the body timeout, or 413 and 408), and then handed to the SDK: it would wait for a slow body as long as the
+client liked (found by a probe: 20 connections sending a byte a second were all still open after a minute).
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from collections.abc import AsyncIterator
 
 import grpc
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.requests import ClientDisconnect, Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from secondbrain.chat.v1 import chat_service_pb2_grpc as chat_grpc
 from secondbrain.gateway.backends import Backends
-from secondbrain.gateway.http_errors import error_response
+from secondbrain.gateway.http_errors import HttpError, error_response
+from secondbrain.gateway.request_message import BODY_TIMEOUT_SECONDS, REQUEST_TIMEOUT, body_within_limits
 from secondbrain.mcp_server import build_server
 from secondbrain.note_tools import NoteServices
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
@@ -27,8 +31,9 @@ class McpDoor:
     """An ASGI endpoint; `running()` (in the app's lifespan, the serving event loop) starts the SDK's session
     manager over stubs on the backends' channels."""
 
-    def __init__(self, backends: Backends) -> None:
+    def __init__(self, backends: Backends, body_timeout: float = BODY_TIMEOUT_SECONDS) -> None:
         self.backends = backends
+        self.body_timeout = body_timeout
         self._app: ASGIApp | None = None
 
     @contextlib.asynccontextmanager
@@ -50,4 +55,26 @@ class McpDoor:
             response = error_response(grpc.StatusCode.UNAVAILABLE, "the MCP endpoint is starting or stopping")
             await response(scope, receive, send)
             return
-        await self._app(scope, receive, send)
+        if scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        try:
+            body = await body_within_limits(Request(scope, receive), self.body_timeout)
+        except HttpError as error:
+            # A late body's rest may still be on its way: close rather than read it to find the next request.
+            headers = {"connection": "close"} if error.status == REQUEST_TIMEOUT else None
+            await error_response(error.code, error.message, headers, error.status)(scope, receive, send)
+            return
+        except ClientDisconnect:
+            return
+        await self._app(scope, _replaying(body, receive), send)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives the body already read, whole, and then whatever comes next (a disconnect)."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay

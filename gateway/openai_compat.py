@@ -28,7 +28,12 @@ from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.errors import InvalidInput
 from secondbrain.gateway.backends import Backends
 from secondbrain.gateway.http_errors import HTTP_STATUS, HttpError, from_rpc_error
-from secondbrain.gateway.request_message import BODY_TIMEOUT_SECONDS, body_within_limits, refuse_lone_surrogates
+from secondbrain.gateway.request_message import (
+    BODY_TIMEOUT_SECONDS,
+    REQUEST_TIMEOUT,
+    body_within_limits,
+    refuse_lone_surrogates,
+)
 from secondbrain.note_tools import formatting
 from secondbrain.note_tools.answer_stream import AnswerStream
 from secondbrain.service.convert import ROLE_VALUES
@@ -49,6 +54,7 @@ _ERROR_TYPES = {
     401: "authentication_error",
     403: "permission_error",
     404: "not_found_error",
+    408: "invalid_request_error",
     413: "invalid_request_error",
     429: "rate_limit_error",
 }
@@ -134,8 +140,9 @@ def _source(passage: common.Passage) -> dict[str, Any]:
 class OpenAICompat:
     """The two endpoints, over the shim's channel to the chat service."""
 
-    def __init__(self, backends: Backends) -> None:
+    def __init__(self, backends: Backends, body_timeout: float = BODY_TIMEOUT_SECONDS) -> None:
         self.backends = backends
+        self.body_timeout = body_timeout
 
     @property
     def chat(self) -> pb_grpc.ChatServiceStub:
@@ -167,7 +174,7 @@ class OpenAICompat:
 
     async def completions(self, request: Request) -> Response:
         try:
-            raw = await body_within_limits(request, BODY_TIMEOUT_SECONDS)
+            raw = await body_within_limits(request, self.body_timeout)
             data = json.loads(raw or b"{}")
             # Before anything reads it: every string of the body (the model, each message and content part) goes
             # on into a protobuf, gRPC or the response, none of which can encode a lone surrogate. (The
@@ -177,7 +184,11 @@ class OpenAICompat:
             question, history = _turn(body)
             _check_conversation_header(request.headers.get(CONVERSATION_HEADER, ""))
         except HttpError as error:
-            return error_response(error.status or HTTP_STATUS.get(error.code, 400), error.message)
+            response = error_response(error.status or HTTP_STATUS.get(error.code, 400), error.message)
+            if error.status == REQUEST_TIMEOUT:
+                # The rest of the body may still be on its way: close rather than read it to find the next request.
+                response.headers["connection"] = "close"
+            return response
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             return error_response(400, "the request body is not valid JSON")
         except ValidationError as error:

@@ -169,9 +169,9 @@ def create_app(
         for endpoint in ENDPOINTS
     ]
     # The note tools for assistants (MCP over streamable HTTP): GET, POST and DELETE.
-    mcp = McpDoor(backends)
+    mcp = McpDoor(backends, body_timeout)
     # And for chat front ends that speak OpenAI's API.
-    openai = OpenAICompat(backends)
+    openai = OpenAICompat(backends, body_timeout)
     routes += [
         Route(MCP_PATH, mcp),
         Route(f"{OPENAI_PREFIX}models", openai.models, methods=["GET"]),

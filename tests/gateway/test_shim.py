@@ -146,6 +146,9 @@ def chunked(part: bytes, times: int) -> AsyncIterator[bytes]:
         ("POST", "/api/chat/conversations", {"content": b" " * (MAX_BODY_BYTES + 1)}, 413, "over 1 MiB"),
         # No declared length: refused while it streams in.
         ("POST", "/api/chat/conversations", {"content": chunked(b" " * 65536, 20)}, 413, "over 1 MiB"),
+        # The MCP door keeps the same body limits, before the SDK reads anything.
+        ("POST", "/mcp", {"content": b" " * (MAX_BODY_BYTES + 1)}, 413, "over 1 MiB"),
+        ("POST", "/mcp", {"content": chunked(b" " * 65536, 20)}, 413, "over 1 MiB"),
     ],
 )
 async def test_bad_requests_get_an_http_status_and_a_message_to_act_on(
