@@ -12,6 +12,8 @@ What is stored, and when:
   (the whole retrieval result plus the numbers it cited), provider, model and usage; or `incomplete` with whatever
   text arrived and the error. That includes a turn whose retrieval failed (no text, no sources, the error), so
   reading the conversation later says why a question has no answer; `ErrorEvent.message_id` points at it.
+- A DELETE of the conversation while the answer streams stops the turn (`deletion_watch`): the stream ends with
+  NOT_FOUND saying so, and the provider's stream is closed.
 - A client that goes away cancels the turn: the provider's stream is closed at once (so the upstream request stops
   and stops costing), and the answer row is closed with the truth whatever the moment: cancelled (with the text
   that had arrived), or complete or failed if that is what it already was. Every store runs to its end through a
@@ -38,6 +40,7 @@ from google.protobuf import json_format
 from secondbrain.chat import store
 from secondbrain.chat.agent import AgentLimits, AgentLoop, AgentRecord, ToolAnswered, ToolCalled
 from secondbrain.chat.citations import Checked, check_citations
+from secondbrain.chat.deletion_watch import ConversationDeleted, DeletionWatch
 from secondbrain.chat.prompt import build_request
 from secondbrain.chat.retrieve_client import RetrieveClient, RetrieveOptions
 from secondbrain.chat.settings import ChatSettings, ResolvedSettings, check_mode
@@ -283,10 +286,16 @@ class Turns:
         respond = self._respond(
             question, earlier, opened.persona, settings, folders, tags, answer, opened.user_message_id, started
         )
+        # Watched while it runs: a DELETE of the conversation (by any chat process) stops it.
+        watch = DeletionWatch(self.db, conversation_id, message_id)
         try:
             async with contextlib.aclosing(respond) as events:
-                async for event in events:
+                async for event in watch.until_deleted(events):
                     yield event
+        except ConversationDeleted:
+            CHAT_TURNS.labels("cancelled").inc()
+            log.info("turn stopped: its conversation was deleted", extra={"conversation": conversation_id})
+            raise
         except SecondbrainError as error:
             CHAT_TURNS.labels("error").inc()
             log.info("turn failed", extra={"conversation": conversation_id, "error": str(error)})

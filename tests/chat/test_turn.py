@@ -182,6 +182,29 @@ async def test_a_client_cancel_stops_the_upstream_request_and_stores_the_partial
     assert "cancelled" in answer.error
 
 
+async def test_deleting_the_conversation_stops_its_streaming_turn_and_the_upstream_request(stack: ChatStack) -> None:
+    # Found by a probe: the stream ran on to `done` with the id of a message that no longer existed, and the
+    # provider's call went on.
+    stack.llm.script.push(Reply(deltas=[f"word{i} " for i in range(100)], delay=0.1))
+    conversation_id = (await stack.conversation()).id
+    call = stack.stub.SendMessage(pb.SendMessageRequest(conversation_id=conversation_id, content=QUESTION))
+    received = []
+    with pytest.raises(grpc.aio.AioRpcError) as stopped:
+        async for event in call:
+            received.append(event)
+            if len(received) == 3:  # sources and two deltas
+                await stack.stub.DeleteConversation(pb.DeleteConversationRequest(id=conversation_id), timeout=10)
+    assert stopped.value.code() == grpc.StatusCode.NOT_FOUND
+    assert "was deleted while its answer was being written" in (stopped.value.details() or "")
+    assert len(received) < 40, "stopped within a poll, long before the answer's 100 words (10 s) were all sent"
+    assert not any(event.WhichOneof("event") == "done" for event in received)
+
+    async def disconnected() -> bool:
+        return stack.llm.disconnects == 1
+
+    await eventually(disconnected)
+
+
 async def test_the_persona_definition_reaches_the_model(stack: ChatStack) -> None:
     await stack.stub.UpdateSettings(
         pb.UpdateSettingsRequest(settings=pb.Settings(provider="anthropic"), update_mask={"paths": ["provider"]}),

@@ -127,3 +127,11 @@ async def close_abandoned_turns(connection: asyncpg.Connection, older_than_secon
             timeout=STATEMENT_TIMEOUT,
         )
     return int(status.split()[-1])
+
+
+async def answer_exists(connection: asyncpg.Connection, message_id: int) -> bool:
+    """Whether a turn's answer row is still there: gone when its conversation was deleted, by any chat process."""
+    found = await connection.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM chat_messages WHERE id = $1)", message_id, timeout=STATEMENT_TIMEOUT
+    )
+    return bool(found)
