@@ -9,7 +9,8 @@ import pytest
 
 from secondbrain.config import load_vault_config
 from secondbrain.errors import ConfigError, FailedPrecondition, InvalidInput
-from secondbrain.llm import EXTRACTIVE, ProviderCatalog
+from secondbrain.llm import EXTRACTIVE, ChatMessage, ChatRequest, ProviderCatalog
+from secondbrain.llm.extractive import CHOSEN_PREAMBLE, PREAMBLE, quoted_only
 from secondbrain.llm.presets import ProviderOverride
 
 
@@ -99,3 +100,21 @@ def test_unknown_key_in_a_provider_override_names_it(tmp_path: Path) -> None:
     (tmp_path / "secondbrain.json").write_text(json.dumps({"chat": {"providers": {"ollama": {"modles": []}}}}))
     with pytest.raises(ConfigError, match=r"chat\.providers\.ollama\.modles"):
         load_vault_config(tmp_path)
+
+
+async def test_the_quoting_answer_says_whether_quoting_was_a_choice() -> None:
+    request = ChatRequest(model="extractive", messages=[ChatMessage("user", "Tomatoes?")])
+
+    async def opening(chosen_from: ProviderCatalog) -> str:
+        said = [
+            event.text async for event in chosen_from.provider(EXTRACTIVE).stream(request) if hasattr(event, "text")
+        ]
+        return said[0]
+
+    # Nothing else could answer: no model is configured, and the answer says that.
+    assert await opening(catalog({})) == PREAMBLE
+    # A model could have answered: quoting was chosen (Settings, a /v1 model id, --provider), and it says that.
+    chosen = await opening(catalog({"OPENAI_API_KEY": "value-of-the-key"}))
+    assert chosen == CHOSEN_PREAMBLE and "No language model is configured" not in chosen
+    # Neither is ever searched as the conversation's subject.
+    assert quoted_only(f"{PREAMBLE} {CHOSEN_PREAMBLE} > Water weekly.").split() == [">", "Water", "weekly."]

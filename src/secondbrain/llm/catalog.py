@@ -172,6 +172,7 @@ class ProviderCatalog:
         else:
             from secondbrain.llm.extractive import ExtractiveProvider
 
-            instance = ExtractiveProvider()
+            # Quoting is a choice when a model provider could have answered, and the answer says which it is.
+            instance = ExtractiveProvider(chosen=any(other != EXTRACTIVE for other in self.available()))
         self._instances[provider_id] = instance
         return instance

@@ -57,6 +57,7 @@ from secondbrain.llm.types import ChatRequest, SourcePassage, StreamEvent, TextD
 from secondbrain.providers import ProviderContext
 
 __all__ = [
+    "CHOSEN_PREAMBLE",
     "PREAMBLE",
     "ExtractiveProvider",
     "Quote",
@@ -86,6 +87,8 @@ MAX_LIST_ITEMS = 8
 MAX_LIST_CHARS = 800
 
 PREAMBLE = "No language model is configured, so I am quoting your notes rather than reasoning about them."
+# When a model could have answered (a provider has its key) and quoting was chosen all the same.
+CHOSEN_PREAMBLE = "Quoting your notes, as chosen: no language model reasons about them for this answer."
 QUOTES_FOLLOW = " The passages that best match your question say:\n"
 NO_PASSAGES = " I found no passages in your notes for this question."
 # What this provider says in its own words, as opposed to what it quotes: never the conversation's subject, so a
@@ -94,6 +97,7 @@ _OWN_WORDS = re.compile(
     "|".join(
         [
             re.escape(PREAMBLE),
+            re.escape(CHOSEN_PREAMBLE),
             re.escape(QUOTES_FOLLOW.strip()),
             re.escape(NO_PASSAGES.strip()),
             r"No sentence in (?:the passage|the \d+ passages) I found shares enough words with your question to quote;"
@@ -361,8 +365,12 @@ def _render(quote: Quote) -> str:
 
 
 class ExtractiveProvider(ChatProvider):
-    def __init__(self) -> None:
+    """Answers by quoting the passages. `chosen`: a model provider is configured too, so quoting was a choice
+    (in Settings, a model id on /v1, `--provider`), and the answer says so rather than that no model is configured."""
+
+    def __init__(self, chosen: bool = False) -> None:
         super().__init__(ProviderContext("extractive", "Extractive", base_url="", api_key_env=None, api_key=None))
+        self.preamble = CHOSEN_PREAMBLE if chosen else PREAMBLE
 
     @property
     def no_tools_reason(self) -> str:
@@ -370,7 +378,7 @@ class ExtractiveProvider(ChatProvider):
 
     async def _stream_once(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         passages = list(request.passages)
-        pieces = [PREAMBLE]
+        pieces = [self.preamble]
         if not passages:
             pieces.append(NO_PASSAGES)
         else:
