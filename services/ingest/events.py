@@ -19,6 +19,10 @@ class Outcome(StrEnum):
 
 @dataclass
 class Totals:
+    """A sync's running totals. `files_done` counts the vault's files handled, of `files_seen`: a note removed from
+    the index is no file of the vault, so it counts in `deleted` only (a progress bar over files_seen never passes
+    its end: a probe saw 219 of 18 after 201 notes were deleted)."""
+
     files_seen: int = 0
     files_done: int = 0
     added: int = 0
@@ -29,7 +33,8 @@ class Totals:
     chunks_embedded: int = 0
 
     def count(self, outcome: Outcome) -> None:
-        self.files_done += 1
+        if outcome is not Outcome.DELETED:
+            self.files_done += 1
         setattr(self, outcome.value, getattr(self, outcome.value) + 1)
 
     def report(

@@ -138,11 +138,20 @@ async def test_editing_one_paragraph_reembeds_only_its_chunks(ingest: Ingest) ->
 async def test_deleted_note_goes_with_its_chunks(ingest: Ingest) -> None:
     path = ingest.vault.write("Architecture.md", ARCHITECTURE)
     ingest.vault.write("Projects/Plan.md", PLAN)
+    for extra in range(3):
+        ingest.vault.write(f"Old/Note {extra}.md", f"# Note {extra}\n")
     await ingest.sync()
     path.unlink()
+    for extra in range(3):
+        (ingest.vault.root / f"Old/Note {extra}.md").unlink()
     events = await ingest.sync()
     assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_DELETED
-    assert events[-1].done.totals.deleted == 1
+    totals = events[-1].done.totals
+    assert totals.deleted == 4
+    # Progress is over the vault's files: deleted notes do not push it past the files seen (a probe saw 219 of 18).
+    assert (totals.files_seen, totals.files_done) == (1, 1)
+    running = [event.file.totals for event in events if event.WhichOneof("event") == "file"]
+    assert all(step.files_done <= step.files_seen for step in running)
     assert await chunks_of(ingest, "Architecture.md") == []
     status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest())
     assert status.notes == 1

@@ -127,7 +127,9 @@ class SyncTotals(_message.Message):
     files_seen: _builtins.int
     """Files found in the vault."""
     files_done: _builtins.int
-    """Files handled so far, deletions included."""
+    """Files of the vault handled so far, of files_seen; notes removed from the
+    index count in deleted only.
+    """
     added: _builtins.int
     """Notes added."""
     updated: _builtins.int
