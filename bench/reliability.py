@@ -8,7 +8,10 @@
 3. The hostile probe (issue 17): large unauthenticated calls, Envoy's admin and logs, persona symlinks, bad paths,
    a conversation deleted mid-answer, clients that leave early, the embedded PostgreSQL after kills, spoofed
    citations, deep JSON and the shim's other edges.
-4. Load (bench/load.py): 50 chat streams and 200 retrieves at once through Envoy, for --load-seconds.
+4. The second probe (issue 32): health checks without the token, a note swapped for a link between walk and read,
+   the per-client limit on every door (MCP, a forged X-Forwarded-For), lone surrogates and over-long values on /v1,
+   int32 bounds in the note tools, a conversation deleted mid-answer stopping the turn.
+5. Load (bench/load.py): 50 chat streams and 200 retrieves at once through Envoy, for --load-seconds.
 
 With --record the results are written to docs/reliability.md with the machine and the date.
 """
@@ -72,6 +75,25 @@ SUITES = {
         "tests/chat/test_prompt.py::test_invisible_characters_and_case_anywhere_in_a_frame_tag_do_not_hide_it",
         "tests/chat/test_prompt.py::test_bracketed_numbers_in_a_note_are_not_citations_when_the_model_reads_them",
         "tests/chat/test_turn.py::test_bracketed_numbers_in_a_note_never_become_citations",
+    ],
+    # What a second hostile probe found (issue 32), each tried again as a test; its health-check, source-map and
+    # slow-body rows are in the files the first probe's suite runs whole.
+    "second probe": [
+        "tests/ingest/test_service_hostile.py::test_a_note_swapped_for_a_link_between_walk_and_read_leaves_nothing_of_the_target",
+        "tests/ingest/test_service_hostile.py::test_a_note_that_became_a_link_loses_its_stored_text_at_the_next_sync",
+        "tests/test_vault_files.py",
+        "tests/test_config.py::test_vault_config_linked_out_of_the_vault_is_not_read",
+        "tests/gateway/test_rate_limit.py::test_mcp_ask_is_limited_per_mcp_client_not_per_shim",
+        "tests/gateway/test_rate_limit.py::test_straight_to_the_shim_a_forged_forwarded_for_from_an_untrusted_peer_is_ignored",
+        "tests/gateway/test_rate_limit.py::test_a_forwarded_for_is_believed_only_from_a_trusted_proxy_and_only_as_an_address",
+        "tests/gateway/test_openai_compat.py::test_a_lone_surrogate_anywhere_is_a_400_saying_so",
+        "tests/gateway/test_openai_compat.py::test_a_value_too_long_or_of_the_wrong_type_is_a_400_before_any_call",
+        "tests/test_mcp.py::test_every_integer_argument_is_bounded_within_int32",
+        "tests/test_mcp.py::test_an_integer_argument_past_int32_is_a_tool_error_naming_the_bound",
+        "tests/service/test_error_mapping.py::test_unary_domain_error_maps_to_status",
+        "tests/chat/test_turn.py::test_deleting_the_conversation_stops_its_streaming_turn_and_the_upstream_request",
+        "tests/llm/test_catalog.py::test_the_quoting_answer_says_whether_quoting_was_a_choice",
+        "tests/ingest/test_service.py::test_deleted_note_goes_with_its_chunks",
     ],
 }
 
