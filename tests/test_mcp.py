@@ -143,8 +143,8 @@ async def test_an_integer_argument_past_int32_is_a_tool_error_naming_the_bound(
     schema: dict[str, int],
     value: int,
 ) -> None:
-    """Issue 32: such a number failed while the request's protobuf was built: "failed unexpectedly", with an ERROR
-    and a traceback in the log for each call."""
+    # Issue 32: such a number failed while the request's protobuf was built: "failed unexpectedly", with an ERROR
+    # and a traceback in the log for each call.
     required = {"path": KITCHEN, "query": "kitchen", "question": "What worktop?"}
     arguments = {key: required[key] for key in NOTE_TOOLS[name].input_schema.get("required", [])}
     async with Client(build_server(nowhere)) as client:

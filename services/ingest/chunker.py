@@ -362,8 +362,12 @@ class _Chunker:
         """Pack one section's units greedily; a fence or table too big for any chunk gets one of its own."""
         if not section.blocks:
             return []
-        title, path, prefix_tokens = self.prefix(section.path)
-        prefix = " > ".join((title, *path))
+        # The chunk records its heading path (which citations show) whatever the budget, a pathological heading cut
+        # to a line's width; the prefix before the text may show it shorter still, or not at all, to leave the text
+        # room (found by hypothesis: at 16 tokens, four short headings were dropped from the record too).
+        path = tuple(_shorten(part, RECORDED_HEADING_CHARS) for part in section.path)
+        title, shown, prefix_tokens = self.prefix(path)
+        prefix = " > ".join((title, *shown))
         avail = self.budget.max_tokens - prefix_tokens
         pending = deque(self.section_units(section.blocks, avail))
         chunks: list[Chunk] = []
@@ -575,6 +579,10 @@ def _block_tree(body: str, line_count: int) -> list[_Node]:
         if token.nesting == 1:
             stack.append(node)
     return root.children
+
+
+# A heading longer than this is not a heading a citation can show; it is cut, ending in '…'.
+RECORDED_HEADING_CHARS = 80
 
 
 def _shorten(text: str, width: int) -> str:

@@ -264,8 +264,8 @@ async def test_a_source_map_is_not_served_even_when_the_build_left_one(client: h
 async def test_a_source_map_is_not_served_by_any_spelling_of_its_path(
     shim: RunningShim, method: str, target: str
 ) -> None:
-    """Issue 32: the static file server drops trailing slashes and `.` segments (and the server decodes `%2F`) before
-    it opens a file, so each of these opens the map. Sent as written, on a socket: an HTTP client would tidy them."""
+    # Issue 32: the static file server drops trailing slashes and `.` segments (and the server decodes `%2F`) before
+    # it opens a file, so each of these opens the map. Sent as written, on a socket: an HTTP client would tidy them.
     reader, writer = await asyncio.open_connection("127.0.0.1", shim.port)
     try:
         writer.write(f"{method} {target} HTTP/1.1\r\nhost: shim\r\nconnection: close\r\n\r\n".encode())
