@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from secondbrain.chat import store
 from secondbrain.chat.settings import MAX_NAME_CHARS, ChatSettings
-from secondbrain.chat.turn import parse_conversation_id
+from secondbrain.chat.turn_input import parse_conversation_id
 from secondbrain.db import Database
 from secondbrain.errors import InvalidInput, NotFound
 

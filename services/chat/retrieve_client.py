@@ -51,6 +51,9 @@ class RetrieveOptions:
     alternates: bool
     rerank: bool
     rerank_model: str
+    # What the answer is written with: a follow-up is condensed by the same model.
+    provider: str = ""
+    model: str = ""
 
 
 class RetrieveClient:
@@ -101,6 +104,8 @@ class RetrieveClient:
                 alternates=options.alternates,
                 rerank=options.rerank,
                 rerank_model=options.rerank_model,
+                answer_provider=options.provider,
+                answer_model=options.model,
             ),
         )
         stub = self._get_stub()

@@ -19,7 +19,7 @@ from secondbrain.chat.agent import ToolAnswered, ToolCalled
 from secondbrain.chat.app import Chat
 from secondbrain.chat.rate_limit import RateLimiter
 from secondbrain.chat.settings import SETTABLE, ResolvedSettings, SettingsChoices
-from secondbrain.chat.turn import Delta, Done, Error, Sources, TurnEvent
+from secondbrain.chat.turn_events import Delta, Done, Error, Sources, TurnEvent
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.errors import ResourceExhausted, Unavailable

@@ -181,7 +181,10 @@ class ChatSettings:
                 f"update_mask names {', '.join(unknown)}, which cannot be set; settable fields: {', '.join(SETTABLE)}"
             )
         changes = {name: _normalise(name, values.get(name)) for name in names}
-        if reset_system_prompt:
+        prompt = changes.get("system_prompt")
+        if reset_system_prompt or (prompt is not None and prompt.strip() == self.default_system_prompt.strip()):
+            # The default sent back as it was shown (a form that saves every field) stays the default, so a later
+            # improvement to it still reaches this install.
             changes["system_prompt"] = None
         async with self.db.pool.acquire(timeout=store.STATEMENT_TIMEOUT) as connection, connection.transaction():
             current = await store.fetch_settings(connection, for_update=True)

@@ -1,8 +1,8 @@
 """One turn of a conversation: the question in, a cited answer streamed out, both stored.
 
-`Turns.send` is an async generator of domain events: `Sources` (what the answer will read), in agent mode the tool
-steps (`ToolCalled`, `ToolAnswered`: see agent.py), `Delta`s (the answer as it arrives), then `Done`, or `Error` in
-place of whatever could not happen. Nothing here knows gRPC; the servicer
+`Turns.send` is an async generator of domain events (turn_events.py): `Sources` (what the answer will read), in agent
+mode the tool steps (`ToolCalled`, `ToolAnswered`: see agent.py), `Delta`s (the answer as it arrives), then `Done`, or
+`Error` in place of whatever could not happen. Nothing here knows gRPC; the servicer
 maps the events to the stream, one to one.
 
 What is stored, and when:
@@ -44,8 +44,16 @@ from secondbrain.chat.deletion_watch import ConversationDeleted, DeletionWatch
 from secondbrain.chat.prompt import build_request
 from secondbrain.chat.retrieve_client import RetrieveClient, RetrieveOptions
 from secondbrain.chat.settings import ChatSettings, ResolvedSettings, check_mode
+from secondbrain.chat.turn_events import Delta, Done, Error, Sources, TurnEvent
+from secondbrain.chat.turn_input import (
+    HISTORY_MESSAGES,
+    parse_conversation_id,
+    title_from,
+    validate_history,
+    validate_question,
+)
 from secondbrain.db import Database
-from secondbrain.errors import InvalidInput, NotFound, SecondbrainError
+from secondbrain.errors import NotFound, SecondbrainError
 from secondbrain.llm import ChatMessage, ProviderCatalog, TextDelta, Usage
 from secondbrain.llm.base import ChatProvider
 from secondbrain.llm.tokens import count_message_tokens
@@ -60,17 +68,9 @@ from secondbrain.v1 import retrieval_pb2 as common
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# The same bound the retrieve service puts on a query: a question longer than this is a paste, not a question.
-MAX_QUESTION_CHARS = 8_000
-# Earlier messages read from the database per turn (or taken from a caller that keeps its own history); the token
-# budget then keeps the most recent that fit.
-HISTORY_MESSAGES = 200
-MAX_HISTORY_CHARS = 400_000
 # Retrieve condenses against the last few turns only (and caps what it accepts), so it is sent only those, each cut.
 RETRIEVE_HISTORY_MESSAGES = 12
 RETRIEVE_HISTORY_CHARS = 2_000
-# A title made from a first question is cut this short (a title a person gives may be longer: conversations.py).
-QUESTION_TITLE_CHARS = 60
 
 PLACEHOLDER_ERROR = "no answer yet: it is still being written, or the chat service stopped before it finished"
 CANCELLED_ERROR = "the answer stopped part way because the client cancelled the request"
@@ -82,85 +82,6 @@ ABANDONED_AFTER_SECONDS = 15 * 60
 # How long storing a turn's question or outcome may take once its client has gone: a wait for a pooled connection
 # and the statements, each already bounded by STATEMENT_TIMEOUT.
 STORE_DEADLINE_SECONDS = 3 * store.STATEMENT_TIMEOUT
-
-
-@dataclass(frozen=True)
-class Sources:
-    """Always the first event: what the answer will read."""
-
-    # None for a turn that is not stored (`Turns.answer`), as in Done and Error.
-    user_message_id: int | None
-    retrieval: common.RetrievalResult
-    mode: str = "rag"
-    # Why the turn runs as rag when agent mode was asked for.
-    mode_reason: str = ""
-
-
-@dataclass(frozen=True)
-class Delta:
-    text: str
-
-
-@dataclass(frozen=True)
-class Done:
-    """The last event of a turn that finished. Timings in ms: retrieval, first_token (from the request), total."""
-
-    message_id: int | None
-    usage: Usage
-    timings: list[tuple[str, float]]
-    provider: str
-    model: str
-    cited: list[int]
-    agent_stop_reason: str = ""
-
-
-@dataclass(frozen=True)
-class Error:
-    """The last event of a turn that failed after its question was stored."""
-
-    error: SecondbrainError
-    message_id: int | None
-
-
-TurnEvent = Sources | ToolCalled | ToolAnswered | Delta | Done | Error
-
-
-def title_from(question: str) -> str:
-    """A conversation's title from its first question: its first line, whitespace collapsed, cut at a word."""
-    line = " ".join(question.strip().splitlines()[0].split()) if question.strip() else ""
-    if len(line) <= QUESTION_TITLE_CHARS:
-        return line
-    cut = line[: QUESTION_TITLE_CHARS - 1].rsplit(" ", 1)[0] or line[: QUESTION_TITLE_CHARS - 1]
-    return cut.rstrip(" ,;:") + "…"
-
-
-def validate_question(content: str) -> str:
-    text = content.strip()
-    if not text:
-        raise InvalidInput("the message is empty: type a question about your notes")
-    if len(text) > MAX_QUESTION_CHARS:
-        raise InvalidInput(f"the message is {len(text)} characters long; keep it under {MAX_QUESTION_CHARS}")
-    return text
-
-
-def validate_history(history: Sequence[ChatMessage]) -> list[ChatMessage]:
-    """A caller's history, checked as a stored one would be: at most HISTORY_MESSAGES messages, each a user's or an
-    assistant's, together at most MAX_HISTORY_CHARS characters."""
-    if len(history) > HISTORY_MESSAGES:
-        raise InvalidInput(f"the history has {len(history)} messages; send at most the last {HISTORY_MESSAGES}")
-    if sum(len(message.content) for message in history) > MAX_HISTORY_CHARS:
-        raise InvalidInput(f"the history is over {MAX_HISTORY_CHARS:,} characters; send fewer or shorter messages")
-    for message in history:
-        if message.role not in ("user", "assistant"):
-            raise InvalidInput(f"a history message's role is {message.role!r}: it must be 'user' or 'assistant'")
-    return list(history)
-
-
-def parse_conversation_id(value: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        raise InvalidInput(f"{value!r} is not a conversation id (a UUID, as CreateConversation returns)") from None
 
 
 def sources_record(
@@ -374,7 +295,14 @@ class Turns:
             [ChatMessage(m.role, m.content[:RETRIEVE_HISTORY_CHARS]) for m in earlier[-RETRIEVE_HISTORY_MESSAGES:]],
             folders,
             tags,
-            RetrieveOptions(settings.passages, settings.alternates, settings.rerank, settings.rerank_model),
+            RetrieveOptions(
+                settings.passages,
+                settings.alternates,
+                settings.rerank,
+                settings.rerank_model,
+                settings.provider,
+                settings.model,
+            ),
         )
         answer.retrieval_ms = (time.perf_counter() - retrieval_started) * 1000
         # A provider that cannot be used (no key) fails the turn after `sources`, as a provider's refusal would.

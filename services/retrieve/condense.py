@@ -320,18 +320,31 @@ def _no_model_reason(catalog: ProviderCatalog) -> str:
     return "no language model is available" + (f" (set {_listing(missing)})" if missing else "")
 
 
-def create_condenser(config: Config, env: Mapping[str, str] | None = None) -> Condenser:
-    """The condenser `retrieve` asks for: `condense_provider` (default: the chat default) and `condense_model`
-    (default: the chat default model when the provider is the chat default, else that provider's default model, so
-    a vault that names a local model it has pulled is not sent to one it has not).
+def create_condenser(
+    config: Config, env: Mapping[str, str] | None = None, answer_provider: str = "", answer_model: str = ""
+) -> Condenser:
+    """The condenser a turn asks for: the vault's `retrieve.condense_provider` when it names one; else the provider
+    and model the turn's answer is written with (`answer_provider`, `answer_model`: what the person chose in the chat
+    settings, sent with the request), so a follow-up is condensed by the model they chose and a local server is
+    never sent a model it does not serve; else the chat default. `retrieve.condense_model` wins over the model
+    when it is one of the provider's (a cheaper model of the same vendor, say).
 
-    Raises ConfigError for a provider or model that does not exist; a provider without its key, or the extractive
-    one, gives a condenser that explains on every turn why it does not condense, rather than stopping retrieval.
+    Raises ConfigError for a vault-configured provider or model that does not exist. An answer's provider or model
+    that is not a known pair is ignored (the default condenses). A provider without its key, or the extractive one,
+    gives a condenser that explains on every turn why it does not condense, rather than stopping retrieval.
     """
     section = config.vault.retrieve
     catalog = ProviderCatalog.from_config(config, env)
     timeout = section.condense_timeout_seconds
-    if section.condense_provider is None:
+    configured_model = section.condense_model
+    answer = catalog.presets.provider(answer_provider) if answer_provider else None
+    if answer is not None and answer_model and answer.model(answer_model) is None:
+        answer = None
+    if section.condense_provider is None and answer is not None:
+        provider_id, default_model = answer_provider, answer_model or answer.default_model
+        if configured_model and answer.model(configured_model) is None:
+            configured_model = None  # a model of another provider: the answer's own model condenses
+    elif section.condense_provider is None:
         choice = catalog.default()
         provider_id, default_model = choice.provider, choice.model
     else:
@@ -350,7 +363,7 @@ def create_condenser(config: Config, env: Mapping[str, str] | None = None) -> Co
     if not option.available:
         reason = f"the condense provider {preset.display_name} is not available ({option.unavailable_reason})"
         return Condenser(None, None, timeout_seconds=timeout, unavailable_reason=reason)
-    model = section.condense_model or default_model
+    model = configured_model or default_model
     if preset.model(model) is None:
         models = ", ".join(m.id for m in preset.models)
         raise ConfigError(

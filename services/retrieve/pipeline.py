@@ -50,6 +50,9 @@ class RetrievalOptions:
     rerank_model: str | None
     expand_neighbours: bool
     token_budget: int
+    # What the turn's answer is written with, so a follow-up is condensed by the same model (see create_condenser).
+    answer_provider: str = ""
+    answer_model: str = ""
 
     @classmethod
     def resolve(
@@ -64,6 +67,8 @@ class RetrievalOptions:
         rerank_model: str = "",
         expand_neighbours: bool | None = None,
         token_budget: int = 0,
+        answer_provider: str = "",
+        answer_model: str = "",
     ) -> RetrievalOptions:
         if not 0 <= max_passages <= 50:
             raise InvalidInput(f"max_passages is {max_passages}: ask for 1 to 50 passages, or 0 for the default")
@@ -78,6 +83,8 @@ class RetrievalOptions:
             rerank_model=rerank_model or None,
             expand_neighbours=defaults.expand_neighbours if expand_neighbours is None else expand_neighbours,
             token_budget=token_budget or defaults.token_budget,
+            answer_provider=answer_provider,
+            answer_model=answer_model,
         )
 
 
@@ -173,17 +180,22 @@ class Retriever:
         self,
         db: Database,
         embedder: Embedder | None,
-        condenser: Condenser,
+        make_condenser: Callable[[str, str], Condenser],
         make_reranker: Callable[[str | None], Reranker],
         settings: RetrieveSection,
         embedder_unavailable_reason: str = "",
     ) -> None:
         self.db = db
         self.embedder = embedder
-        self.condenser = condenser
+        self.make_condenser = make_condenser
         self.make_reranker = make_reranker
         self.settings = settings
         self.embedder_unavailable_reason = embedder_unavailable_reason or "no embedder is configured"
+
+    @property
+    def condenser(self) -> Condenser:
+        """The condenser of a turn that names no answering model (the evaluation's, a REST retrieve's)."""
+        return self.make_condenser("", "")
 
     async def query_vectors(self, queries: Sequence[str]) -> tuple[list[np.ndarray] | None, str, str]:
         """The query vectors, or None and why the vector arm cannot run; and the model's name."""
@@ -272,9 +284,8 @@ class Retriever:
         since = clock.started
         k = depth or self.settings.candidates_per_arm
 
-        condensed = await self.condenser.condense(
-            text, history, condense=options.condense, alternates=options.alternates
-        )
+        condenser = self.make_condenser(options.answer_provider, options.answer_model)
+        condensed = await condenser.condense(text, history, condense=options.condense, alternates=options.alternates)
         queries = condensed.queries or [PlannedQuery(text, "original")]
         since = clock.lap("condense", since)
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, lru_cache
 
 from secondbrain.config import Config
 from secondbrain.db import Database
 from secondbrain.embedding import Embedder, create_embedder
 from secondbrain.errors import SecondbrainError
-from secondbrain.retrieve.condense import create_condenser
+from secondbrain.retrieve.condense import Condenser, create_condenser
 from secondbrain.retrieve.pipeline import Retriever
 from secondbrain.retrieve.rerank import Reranker, create_reranker
 from secondbrain.retrieve.servicer import SERVICE_NAME, RetrieveServicer
@@ -41,7 +41,13 @@ def build_retriever(config: Config, db: Database, env: Mapping[str, str] | None 
     def reranker(model: str | None) -> Reranker:
         return create_reranker(section, env, model=model)
 
-    return Retriever(db, embedder, create_condenser(config, env), reranker, config.vault.retrieve, reason)
+    # One per answering provider and model a turn names (a known pair, so a handful), made on first use.
+    @lru_cache(maxsize=64)
+    def condenser(answer_provider: str, answer_model: str) -> Condenser:
+        return create_condenser(config, env, answer_provider, answer_model)
+
+    condenser("", "")  # the default's configuration errors stop the service at start, as before
+    return Retriever(db, embedder, condenser, reranker, config.vault.retrieve, reason)
 
 
 async def create_server(

@@ -63,6 +63,8 @@ def options_from(request: pb.RetrieveRequest, retriever: Retriever) -> Retrieval
         rerank_model=given.rerank_model,
         expand_neighbours=optional("expand_neighbours"),
         token_budget=given.token_budget,
+        answer_provider=given.answer_provider,
+        answer_model=given.answer_model,
     )
 
 

@@ -113,3 +113,14 @@ async def test_the_retrieval_knobs_reach_the_retrieve_service(stack: ChatStack) 
     _, events = await stack.ask("How often do I water the tomatoes?")
     plan = events[0].sources.retrieval.plan
     assert not plan.reranked and "TOGETHER_API_KEY" in plan.rerank_skipped_reason, "asked for, so retrieve says why not"
+
+
+async def test_the_default_prompt_sent_back_unchanged_stays_the_default(stack: ChatStack) -> None:
+    # A form that saves every field sends the default prompt back as shown (its trailing newline may be lost): that
+    # is not a custom prompt, or later improvements to the default would never reach this install.
+    saved = await update(
+        stack, ["persona_id", "system_prompt"], persona_id="", system_prompt=DEFAULT_SYSTEM_PROMPT.strip()
+    )
+    assert saved.system_prompt_is_default and saved.system_prompt == DEFAULT_SYSTEM_PROMPT
+    custom = await update(stack, ["system_prompt"], system_prompt=DEFAULT_SYSTEM_PROMPT + "\nAlso be brief.")
+    assert not custom.system_prompt_is_default

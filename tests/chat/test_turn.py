@@ -91,6 +91,20 @@ async def test_retrieve_is_given_the_earlier_turns_to_condense_a_follow_up(stack
     assert [(q.text, q.kind) for q in queries] == [("how much water does the basil need", common.QUERY_KIND_CONDENSED)]
 
 
+async def test_a_follow_up_is_condensed_by_the_model_chosen_in_settings(stack: ChatStack) -> None:
+    # Found by a user: with gpt-4.1-mini chosen, the condense call asked for the provider's default model, which a
+    # local OpenAI-compatible server may not serve.
+    await stack.configure(retrieve={"condense": True})
+    request = pb.UpdateSettingsRequest(settings=pb.Settings(model="gpt-4.1-mini"), update_mask={"paths": ["model"]})
+    await stack.stub.UpdateSettings(request, timeout=10)
+    stack.llm.script.push(Reply(deltas=["Every morning [1]."]))
+    conversation_id, _ = await stack.ask(QUESTION)
+    stack.embedder.script.push(Reply(deltas=['{"query": "how much water does the basil need", "alternates": []}']))
+    await stack.send(conversation_id, "And the basil?")
+    condense = [r for r in stack.embedder.requests if r.path.endswith("/chat/completions")][-1].json
+    assert condense["model"] == "gpt-4.1-mini"
+
+
 async def test_retrieve_down_gives_an_error_event_and_keeps_the_question(stack: ChatStack) -> None:
     conversation_id = (await stack.conversation()).id
     await stack.stop_retrieve()

@@ -128,9 +128,14 @@ async def test_ask_cite_change_persona_and_find_the_conversation_after_a_reload(
     settings = page.get_by_role("dialog", name="Chat settings")
     await expect(settings).to_be_visible()
     await settings.get_by_label("Persona").select_option("gardener")
+    # Save and Cancel in view without scrolling, however long the form (found by a user at 1280x800).
+    await expect(settings.get_by_role("button", name="Save")).to_be_in_viewport()
     await page.screenshot(path=SCREENSHOTS / "settings-modal.png")
     await settings.get_by_role("button", name="Save").click()
     await expect(settings).to_be_hidden()
+    # Saving only the persona leaves the system prompt the default, so a later improvement to it still arrives.
+    saved = (await gateway.chat.stub.GetSettings(chat.GetSettingsRequest(), timeout=10)).settings
+    assert saved.persona_id == "gardener" and saved.system_prompt_is_default
 
     await page.get_by_role("button", name="+ New conversation").click()
     await expect(panel.get_by_label("Persona", exact=True)).to_have_value("gardener")
@@ -487,6 +492,14 @@ async def test_a_390_px_screen_asks_and_answers_with_the_composer_in_view(gatewa
     # Nothing is wider than the screen.
     assert await page.evaluate("document.querySelector('.chat-panel').scrollWidth") <= 390
     await page.screenshot(path=SCREENSHOTS / "narrow-390.png")
+
+    # Settings' Save is in reach without scrolling at 390 px too.
+    await page.get_by_role("button", name="Settings").click()
+    settings = page.get_by_role("dialog", name="Chat settings")
+    await expect(settings.get_by_role("button", name="Save")).to_be_in_viewport()
+    await page.screenshot(path=SCREENSHOTS / "narrow-390-settings.png")
+    await settings.get_by_role("button", name="Cancel").click()
+    await expect(settings).to_be_hidden()
 
     # The passage opens over the conversation, its close button in reach.
     await answer.locator("button.cite").click()

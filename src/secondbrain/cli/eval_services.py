@@ -52,7 +52,9 @@ class RetrieverRanker:
         def changed(**settings: object) -> Retriever:
             """The same retriever with some of its settings changed, whatever the vault's."""
             changed = r.settings.model_copy(update=settings)
-            return Retriever(r.db, r.embedder, r.condenser, r.make_reranker, changed, r.embedder_unavailable_reason)
+            return Retriever(
+                r.db, r.embedder, r.make_condenser, r.make_reranker, changed, r.embedder_unavailable_reason
+            )
 
         self.with_links = changed(wikilink_expansion=True)  # the hybrid+links arm
         self.with_rrf = changed(fusion="rrf")  # the hybrid-rrf arm

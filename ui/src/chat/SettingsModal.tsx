@@ -1,10 +1,23 @@
 // The settings modal: provider, model (from that provider's presets), persona, the base system prompt (with a
 // reset), the mode (one search, or the model's own searching and reading) and the retrieval knobs. Saving sends
-// every field; the server validates and answers with what it kept. A click outside it, or Escape (ChatPanel
+// the fields that changed; the server validates and answers with what it kept. A click outside it, or Escape (ChatPanel
 // listens), closes it unsaved.
 import { useRef, useState } from "react";
 import { chat, describeError } from "../api";
 import type { GetOptionsResponse, Settings } from "../gen/secondbrain/chat/v1/chat_service_pb";
+
+// Each field the form edits, and its name in an update mask.
+const EDITABLE: [keyof Settings, string][] = [
+  ["provider", "provider"],
+  ["model", "model"],
+  ["personaId", "persona_id"],
+  ["systemPrompt", "system_prompt"],
+  ["passages", "passages"],
+  ["alternates", "alternates"],
+  ["rerank", "rerank"],
+  ["rerankModel", "rerank_model"],
+  ["mode", "mode"],
+];
 
 export function SettingsModal({
   options,
@@ -41,22 +54,18 @@ export function SettingsModal({
     setSaving(true);
     setError("");
     try {
+      // Only what the person changed: an untouched field keeps following its default (the system prompt above
+      // all, whose later improvements would otherwise never reach them).
+      const paths = EDITABLE.filter(([field]) => draft[field] !== settings[field]).map(([, path]) => path);
+      if (resetPrompt && !paths.includes("system_prompt")) paths.push("system_prompt");
+      if (paths.length === 0) {
+        onClose(); // nothing changed (an empty mask would mean every field)
+        return;
+      }
       const reply = await chat.updateSettings({
         settings: draft,
         resetSystemPrompt: resetPrompt,
-        updateMask: {
-          paths: [
-            "provider",
-            "model",
-            "persona_id",
-            "system_prompt",
-            "passages",
-            "alternates",
-            "rerank",
-            "rerank_model",
-            "mode",
-          ],
-        },
+        updateMask: { paths },
       });
       if (reply.settings) onSaved(reply.settings);
       onClose();

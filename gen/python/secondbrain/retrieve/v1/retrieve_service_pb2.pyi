@@ -102,6 +102,8 @@ class RetrieveOptions(_message.Message):
     RERANK_MODEL_FIELD_NUMBER: _builtins.int
     EXPAND_NEIGHBOURS_FIELD_NUMBER: _builtins.int
     TOKEN_BUDGET_FIELD_NUMBER: _builtins.int
+    ANSWER_PROVIDER_FIELD_NUMBER: _builtins.int
+    ANSWER_MODEL_FIELD_NUMBER: _builtins.int
     max_passages: _builtins.int
     """The most passages to return; 0 takes the server's default."""
     mode: _retrieval_pb2.RetrievalMode.ValueType
@@ -118,6 +120,13 @@ class RetrieveOptions(_message.Message):
     """Whether to expand winners with their neighbouring chunks; unset takes the default."""
     token_budget: _builtins.int
     """The token budget of all passages together; 0 takes the server's default."""
+    answer_provider: _builtins.str
+    """The provider the answer is written with (the chat settings of the turn):
+    a follow-up is condensed with it and answer_model, unless the vault's
+    retrieve.condense_provider names another. Empty: the chat default.
+    """
+    answer_model: _builtins.str
+    """The model the answer is written with; empty: the provider's default."""
     def __init__(
         self,
         *,
@@ -129,10 +138,12 @@ class RetrieveOptions(_message.Message):
         rerank_model: _builtins.str = ...,
         expand_neighbours: _builtins.bool | None = ...,
         token_budget: _builtins.int = ...,
+        answer_provider: _builtins.str = ...,
+        answer_model: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_alternates", b"_alternates", "_condense", b"_condense", "_expand_neighbours", b"_expand_neighbours", "_rerank", b"_rerank", "alternates", b"alternates", "condense", b"condense", "expand_neighbours", b"expand_neighbours", "rerank", b"rerank"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alternates", b"_alternates", "_condense", b"_condense", "_expand_neighbours", b"_expand_neighbours", "_rerank", b"_rerank", "alternates", b"alternates", "condense", b"condense", "expand_neighbours", b"expand_neighbours", "max_passages", b"max_passages", "mode", b"mode", "rerank", b"rerank", "rerank_model", b"rerank_model", "token_budget", b"token_budget"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alternates", b"_alternates", "_condense", b"_condense", "_expand_neighbours", b"_expand_neighbours", "_rerank", b"_rerank", "alternates", b"alternates", "answer_model", b"answer_model", "answer_provider", b"answer_provider", "condense", b"condense", "expand_neighbours", b"expand_neighbours", "max_passages", b"max_passages", "mode", b"mode", "rerank", b"rerank", "rerank_model", b"rerank_model", "token_budget", b"token_budget"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__alternates: _TypeAlias = _typing.Literal["alternates"]  # noqa: Y015
     _WhichOneofArgType__alternates: _TypeAlias = _typing.Literal["_alternates", b"_alternates"]  # noqa: Y015
