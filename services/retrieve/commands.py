@@ -53,9 +53,14 @@ async def run_search(
         console.print(f"[yellow]Vector search skipped: {escape(response.vector_arm_skipped_reason)}[/yellow]")
     if not response.hits:
         console.print("No notes match.")
+    elif not any(hit.contains_query for hit in response.hits):
+        console.print(f"No note contains {escape(repr(query))}; these are related by meaning:")
     for rank, hit in enumerate(response.hits, start=1):
         tags = " ".join(f"#{tag}" for tag in hit.tags)
-        console.print(f"[bold]{rank}. {escape(hit.title)}[/bold]  [dim]{escape(hit.path)}[/dim]  {escape(tags)}")
+        related = "  [dim](related by meaning)[/dim]" if not hit.contains_query else ""
+        console.print(
+            f"[bold]{rank}. {escape(hit.title)}[/bold]  [dim]{escape(hit.path)}[/dim]  {escape(tags)}{related}"
+        )
         if hit.snippet:
             console.print(f"   {escape(' '.join(hit.snippet.split()))}")
 

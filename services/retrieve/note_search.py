@@ -41,6 +41,8 @@ class NoteHit:
     tags: list[str]
     # The best-matching chunk's heading path; [] when the note was found by the lexical arm alone.
     heading_path: list[str]
+    # Whether the note holds the query's words (the lexical arm found it); False: listed for its meaning alone.
+    contains: bool = True
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,7 @@ def _hit(row: asyncpg.Record, text: str) -> NoteHit:
         snippet=_snippet(row, text),
         tags=list(row["tags"]),
         heading_path=list(row["heading_path"]),
+        contains=bool(row["contains"]),
     )
 
 

@@ -168,6 +168,7 @@ class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
                     snippet=hit.snippet,
                     tags=hit.tags,
                     heading_path=hit.heading_path,
+                    contains_query=hit.contains,
                 )
                 for hit in result.hits
             ],

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from secondbrain.errors import InvalidInput
 from secondbrain.retrieve.modes import MODES, Mode
 from secondbrain.retrieve.note_search import search_notes
+from secondbrain.retrieve.store.notes import VECTOR_ONLY_FLOOR
 from tests.retrieve.notes import NO_FILTERS, note, paths, search, write
 
 
@@ -41,6 +42,26 @@ async def test_a_hits_heading_is_the_section_its_snippet_is_from(pool: asyncpg.P
 
     [by_substring] = (await search(pool, "brassicas; roots", mode)).hits
     assert by_substring.heading_path == ["Garden", "Rotation"] and "brassicas" in by_substring.snippet
+
+
+async def test_hybrid_lists_a_note_without_the_words_only_when_it_is_close_in_meaning(pool: asyncpg.Pool) -> None:
+    # Found by a user: `quartz` listed all twelve demo notes, one of which says it; the vector arm always has
+    # neighbours. Below the floor, a note that does not contain the words is not listed.
+    near, far = VECTOR_ONLY_FLOOR + 0.1, VECTOR_ONLY_FLOOR - 0.1
+    await write(
+        pool,
+        note("Kitchen.md", "A quartz worktop, pale grey.", chunks=[([], "A quartz worktop, pale grey.", far)]),
+        note("Stone.md", "Granite and marble benches.", chunks=[([], "Granite and marble benches.", near)]),
+        note("Garden.md", "Water the tomatoes.", chunks=[([], "Water the tomatoes.", far)]),
+    )
+    found = (await search(pool, "quartz", "hybrid")).hits
+    assert [(hit.path, hit.contains) for hit in found] == [("Kitchen.md", True), ("Stone.md", False)]
+    # A word no note holds: only what is close in meaning, each said to be so.
+    related = (await search(pool, "countertop", "hybrid")).hits
+    assert [(hit.path, hit.contains) for hit in related] == [("Stone.md", False)]
+    # Lexical search lists only notes with the words, as before; vector search ranks by meaning, unfloored.
+    assert [hit.path for hit in (await search(pool, "countertop", "lexical")).hits] == []
+    assert len((await search(pool, "countertop", "vector")).hits) == 3
 
 
 async def test_like_metacharacters_in_the_query_are_literal(pool: asyncpg.Pool) -> None:

@@ -297,6 +297,21 @@ async def test_search_and_index_status_pages(gateway: Gateway, page: Page) -> No
     assert "*" not in await snippet.inner_text()
     await page.screenshot(path=SCREENSHOTS / "search-snippet.png")
 
+    # A word one note holds lists that note and says so (found by a user: `quartz` listed every demo note).
+    await page.get_by_label("Search", exact=True).fill("quartz")
+    await page.get_by_role("button", name="Search").click()
+    await expect(page.get_by_test_id("summary")).to_have_text("1 note contains “quartz”.")
+    await expect(hits).to_have_count(1)
+    await expect(hits.first).to_contain_text("Home/Kitchen.md")
+    await page.screenshot(path=SCREENSHOTS / "search-one-note.png")
+    # A word no note holds, and nothing near it: said plainly, no list of neighbours.
+    await page.get_by_label("Search", exact=True).fill("zucchini")
+    await page.get_by_role("button", name="Search").click()
+    await expect(page.locator(".search-page")).to_contain_text(
+        "No note contains “zucchini”, and none is close to it in meaning."
+    )
+    await expect(hits).to_have_count(0)
+
 
 async def test_a_service_that_is_down_is_said_plainly(gateway: Gateway, page: Page) -> None:
     await gateway.chat.stop_chat()

@@ -52,6 +52,14 @@ _TRIGRAM_RUN = re.compile(r"[^\W_]{3}")
 # A `"phrase"` or a `-word` means the user is writing search syntax, not text to find verbatim.
 _SEARCH_SYNTAX = re.compile(r'"|(?:^|\s)-\w')
 
+# In hybrid note search, a note the vector arm alone found (it does not contain the query's words) is listed only when
+# its best chunk is at least this similar to the query: the vector arm always has neighbours, and without a floor a
+# word one note contains listed every note of a small vault. Chosen by bench/search_floor.py (docs/benchmarks.md, "The
+# search box's similarity floor"): 99% of the notes that neither hold a typed query's words nor answer it fall short of
+# it on our own sets. With MiniLM, few notes that answer without the words reach it either: for a short typed query
+# their similarity is barely above the unrelated notes', so such a list is labelled "related by meaning", not a match.
+VECTOR_ONLY_FLOOR = 0.45
+
 # ts_headline marks matches with characters that do not occur in notes (Unicode private use), so that a note's own
 # `**bold**` is never mistaken for a match; they become `**` once the snippet is plain text.
 MATCH_START, MATCH_STOP = "\ue000", "\ue001"
@@ -144,7 +152,8 @@ def _vector_ctes(p: Params, vector: np.ndarray, filters: Filters, depth: int) ->
     )"""
 
 
-# Every statement returns the same columns, which note search turns into a NoteHit: headline (ts_headline, matches
+# Every statement returns the same columns, which note search turns into a NoteHit: contains (the lexical arm found
+# the note: it holds the query's words, or its text), headline (ts_headline, matches
 # between MATCH_START and MATCH_STOP) and around (a window around the first occurrence of the typed text) are NULL
 # where the lexical arm did not match; chunk (the vector arm's best chunk) is NULL where the vector arm did not.
 # Where the lexical arm matched, both come from the note's best matching chunk (`matched`), and so does the heading
@@ -186,7 +195,7 @@ def lexical_notes_statement(text: str, filters: Filters, limit: int) -> Statemen
     snippets = _snippet_columns(p, "true", "'{}'::text[]")
     return p.statement(f"""
     WITH {ctes}
-    SELECT f.path, f.title, f.tags, l.score::float8 AS score, NULL::text AS chunk, {snippets}
+    SELECT f.path, f.title, f.tags, l.score::float8 AS score, NULL::text AS chunk, true AS contains, {snippets}
     FROM lexical_ranked l JOIN vault_files f ON f.id = l.id CROSS JOIN query q {_matched_chunk()}
     ORDER BY l.rank""")
 
@@ -197,7 +206,7 @@ def vector_notes_statement(vector: np.ndarray, filters: Filters, limit: int) -> 
     ctes = _vector_ctes(p, vector, filters, limit)
     return p.statement(f"""
     WITH {ctes}
-    SELECT f.path, f.title, f.tags, (1 - v.distance)::float8 AS score,
+    SELECT f.path, f.title, f.tags, (1 - v.distance)::float8 AS score, false AS contains,
            v.heading_path, v.content AS chunk, NULL::text AS headline, NULL::text AS around
     FROM vector_ranked v JOIN vault_files f ON f.id = v.id
     ORDER BY v.rank""")
@@ -214,6 +223,7 @@ def hybrid_notes_statement(text: str, vector: np.ndarray, filters: Filters, limi
     lexical = _lexical_ctes(p, text, filters, depth)
     vector_ctes = _vector_ctes(p, vector, filters, depth)
     limit_p = p.add(limit)
+    floor_p = p.add(VECTOR_ONLY_FLOOR)
     snippets = _snippet_columns(p, "h.lexical_matched", "coalesce(h.heading_path, '{}')")
     return p.statement(f"""
     WITH {lexical},
@@ -224,6 +234,7 @@ def hybrid_notes_statement(text: str, vector: np.ndarray, filters: Filters, limi
                l.id IS NOT NULL AS lexical_matched,
                v.heading_path, v.content
         FROM lexical_ranked l FULL JOIN vector_ranked v ON v.id = l.id
+        WHERE l.id IS NOT NULL OR 1 - v.distance >= {floor_p}
     ),
     top AS (
         SELECT fused.*, f.path
@@ -231,7 +242,8 @@ def hybrid_notes_statement(text: str, vector: np.ndarray, filters: Filters, limi
         ORDER BY fused.score DESC, f.path
         LIMIT {limit_p}
     )
-    SELECT f.path, f.title, f.tags, h.score::float8 AS score, h.content AS chunk, {snippets}
+    SELECT f.path, f.title, f.tags, h.score::float8 AS score, h.content AS chunk, h.lexical_matched AS contains,
+           {snippets}
     FROM top h JOIN vault_files f ON f.id = h.id CROSS JOIN query q {_matched_chunk()}
     ORDER BY h.score DESC, f.path""")
 

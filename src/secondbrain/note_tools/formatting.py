@@ -21,11 +21,16 @@ def _heading(heading_path: Sequence[str]) -> str:
 def search_results(response: pb.SearchResponse, query: str) -> str:
     if not response.hits:
         return f"No note matches {query!r}."
-    lines = [f"{len(response.hits)} notes for {query!r}, best first:"]
+    containing = sum(hit.contains_query for hit in response.hits)
+    if containing:
+        lines = [f"{len(response.hits)} notes for {query!r}, best first ({containing} contain the words):"]
+    else:
+        lines = [f"No note contains {query!r}; {len(response.hits)} related by meaning, best first:"]
     for number, hit in enumerate(response.hits, start=1):
         where = f" (under {_heading(hit.heading_path)})" if hit.heading_path else ""
         tags = f"  tags: {_tags(hit.tags)}" if hit.tags else ""
-        lines.append(f"{number}. {hit.path}: {hit.title}{where}{tags}")
+        related = "  [related by meaning]" if not hit.contains_query else ""
+        lines.append(f"{number}. {hit.path}: {hit.title}{where}{tags}{related}")
         if hit.snippet:
             lines.append(f"   {hit.snippet}")
     if response.vector_arm_skipped_reason:

@@ -98,7 +98,8 @@ async def test_a_narrow_filter_still_returns_its_notes_when_many_closer_vectors_
         note(f"Inbox/{i}.md", "crowd", chunks=[([], f"crowd {i}.{j}", 0.9 + 0.01 * j) for j in range(4)])
         for i in range(150)
     ]
-    narrow = [note(f"Narrow/{i}.md", "few", chunks=[([], f"narrow {i}", 0.2 + 0.1 * i)]) for i in range(3)]
+    # Above the search box's similarity floor, so hybrid lists them too (none holds the word "crowd").
+    narrow = [note(f"Narrow/{i}.md", "few", chunks=[([], f"narrow {i}", 0.5 + 0.1 * i)]) for i in range(3)]
     await write(pool, *crowd, *narrow)
     only_narrow = Filters.parse(folders=["Narrow"])
     expected = ["Narrow/2.md", "Narrow/1.md", "Narrow/0.md"]

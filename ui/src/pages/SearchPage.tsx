@@ -25,12 +25,22 @@ function list(text: string): string[] {
     .filter(Boolean);
 }
 
+function summary(hits: NoteHit[], searched: string): string {
+  const containing = hits.filter((hit) => hit.containsQuery).length;
+  const related = hits.length - containing;
+  if (!containing) return `No note contains “${searched}”; these are related by meaning:`;
+  const notes = containing === 1 ? "1 note contains" : `${containing} notes contain`;
+  return `${notes} “${searched}”` + (related ? `; ${related} more related by meaning.` : ".");
+}
+
 export function SearchPage() {
   const [query, setQuery] = useState("");
   const [folders, setFolders] = useState("");
   const [tags, setTags] = useState("");
   const [mode, setMode] = useState(SearchMode.HYBRID);
   const [hits, setHits] = useState<NoteHit[]>();
+  // The query the hits are for (the box may have changed since).
+  const [searched, setSearched] = useState("");
   const [note, setNote] = useState("");
   const [error, setError] = useState("");
   const [searching, setSearching] = useState(false);
@@ -48,6 +58,7 @@ export function SearchPage() {
         filters: { folders: list(folders), tags: list(tags) },
       });
       setHits(reply.hits);
+      setSearched(query.trim());
       setNote(reply.vectorArmRan || mode === SearchMode.KEYWORD ? "" : `Vector search did not run: ${reply.vectorArmSkippedReason}`);
     } catch (e) {
       setError(describeError(e));
@@ -91,6 +102,13 @@ export function SearchPage() {
         </div>
       ) : null}
       {note ? <p className="muted">{note}</p> : null}
+      {hits?.length ? (
+        // What the list is: the notes that hold the words, and those listed for their meaning alone (the vector arm
+        // always has neighbours, so a list of those is not a match).
+        <p className="muted" data-testid="summary">
+          {summary(hits, searched)}
+        </p>
+      ) : null}
       {hits ? (
         hits.length ? (
           <ol className="hits">
@@ -98,6 +116,11 @@ export function SearchPage() {
               <li key={hit.path} data-testid="hit">
                 <div className="hit-title">
                   <strong>{hit.title}</strong> <span className="note-path">{hit.path}</span>
+                  {hits.some((other) => other.containsQuery) && !hit.containsQuery ? (
+                    <span className="related-chip" title="Listed for its meaning: it does not contain the words">
+                      related
+                    </span>
+                  ) : null}
                 </div>
                 {hit.headingPath.length ? <div className="heading-path">{hit.headingPath.join(" › ")}</div> : null}
                 <p className="snippet">
@@ -110,7 +133,11 @@ export function SearchPage() {
             ))}
           </ol>
         ) : (
-          <p className="muted">No notes match.</p>
+          <p className="muted">
+            {mode === SearchMode.KEYWORD
+              ? "No notes match."
+              : `No note contains “${searched}”, and none is close to it in meaning.`}
+          </p>
         )
       ) : null}
     </section>

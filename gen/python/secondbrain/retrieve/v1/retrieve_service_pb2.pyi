@@ -316,6 +316,7 @@ class NoteHit(_message.Message):
     SNIPPET_FIELD_NUMBER: _builtins.int
     TAGS_FIELD_NUMBER: _builtins.int
     HEADING_PATH_FIELD_NUMBER: _builtins.int
+    CONTAINS_QUERY_FIELD_NUMBER: _builtins.int
     path: _builtins.str
     """The note's vault-relative path."""
     title: _builtins.str
@@ -324,6 +325,11 @@ class NoteHit(_message.Message):
     """The rank score; only the order is meaningful."""
     snippet: _builtins.str
     """A short excerpt around the best match."""
+    contains_query: _builtins.bool
+    """Whether the note contains the query's words (or its text); false: it is
+    listed for its meaning alone (hybrid and vector search), so a client can
+    say that no note contains the words.
+    """
     @_builtins.property
     def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The note's tags."""
@@ -341,10 +347,11 @@ class NoteHit(_message.Message):
         snippet: _builtins.str = ...,
         tags: _abc.Iterable[_builtins.str] | None = ...,
         heading_path: _abc.Iterable[_builtins.str] | None = ...,
+        contains_query: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["heading_path", b"heading_path", "path", b"path", "score", b"score", "snippet", b"snippet", "tags", b"tags", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["contains_query", b"contains_query", "heading_path", b"heading_path", "path", b"path", "score", b"score", "snippet", b"snippet", "tags", b"tags", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
