@@ -12,6 +12,7 @@ import json
 from google.protobuf.json_format import MessageToDict
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from secondbrain.config import Config
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
@@ -62,7 +63,12 @@ async def run_search(
             f"[bold]{rank}. {escape(hit.title)}[/bold]  [dim]{escape(hit.path)}[/dim]  {escape(tags)}{related}"
         )
         if hit.snippet:
-            console.print(f"   {escape(' '.join(hit.snippet.split()))}")
+            # The matched words in the terminal's own emphasis, at the ranges the API gives (the snippet's own `**` is
+            # the note's markdown, not a match).
+            snippet = Text("   " + hit.snippet)
+            for highlight in hit.highlights:
+                snippet.stylize("bold yellow", 3 + highlight.start, 3 + highlight.end)
+            console.print(snippet)
 
 
 async def run_retrieve(

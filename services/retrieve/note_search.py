@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import asyncpg
 import numpy as np
@@ -35,14 +35,17 @@ class NoteHit:
     title: str
     # Only the order is meaningful; see `secondbrain.retrieve.store.notes` for each mode's formula.
     score: float
-    # Plain text around the best match, matched words marked **like this**; for a hit of the vector arm alone, the
-    # start of the best chunk.
+    # One line of the note around the best match, as the note writes it (its markdown kept); for a hit of the vector
+    # arm alone, the start of the best chunk.
     snippet: str
     tags: list[str]
     # The best-matching chunk's heading path; [] when the note was found by the lexical arm alone.
     heading_path: list[str]
     # Whether the note holds the query's words (the lexical arm found it); False: listed for its meaning alone.
     contains: bool = True
+    # Where the matched words are in `snippet`: [start, end) in code points. Offsets, not markers in the text: a
+    # marker such as `**` is also the note's own bold (found by a user: the note's bold "Worktop" was highlighted).
+    highlights: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -131,23 +134,45 @@ def _validate_vector(query_vector: np.ndarray) -> np.ndarray:
 
 
 def _hit(row: asyncpg.Record, text: str) -> NoteHit:
+    snippet, highlights = _highlighted(_snippet(row, text))
     return NoteHit(
         path=row["path"],
         title=row["title"],
         score=float(row["score"]),
-        snippet=_snippet(row, text),
+        snippet=snippet,
+        highlights=highlights,
         tags=list(row["tags"]),
         heading_path=list(row["heading_path"]),
         contains=bool(row["contains"]),
     )
 
 
+def _highlighted(marked: str) -> tuple[str, list[tuple[int, int]]]:
+    """`marked` without its MATCH_START/MATCH_STOP marks, and the ranges they enclosed (an unclosed one runs to the
+    end; empty ones are dropped)."""
+    plain: list[str] = []
+    ranges: list[tuple[int, int]] = []
+    start: int | None = None
+    for character in marked:
+        if character == MATCH_START:
+            start = len(plain) if start is None else start
+        elif character == MATCH_STOP:
+            if start is not None and len(plain) > start:
+                ranges.append((start, len(plain)))
+            start = None
+        else:
+            plain.append(character)
+    if start is not None and len(plain) > start:
+        ranges.append((start, len(plain)))
+    return "".join(plain), ranges
+
+
 def _snippet(row: asyncpg.Record, text: str) -> str:
     """The highlighted words if ts_headline found any, else the line holding the typed text, else the best chunk,
-    else the start of the note."""
+    else the start of the note; matches between MATCH_START and MATCH_STOP."""
     headline: str | None = row["headline"]
     if headline and MATCH_START in headline:
-        return _shorten(_flatten(headline)).replace(MATCH_START, "**").replace(MATCH_STOP, "**")
+        return _shorten(_flatten(headline))
     if row["around"]:
         line = _line_with(row["around"], text)
         if line is not None:
@@ -158,7 +183,8 @@ def _snippet(row: asyncpg.Record, text: str) -> str:
 
 
 def _line_with(window: str, text: str) -> str | None:
-    """The line of `window` holding `text` (case-insensitively), at most about SNIPPET_CHARS long, `text` marked."""
+    """The line of `window` holding `text` (case-insensitively), at most about SNIPPET_CHARS long, `text` marked
+    between MATCH_START and MATCH_STOP."""
     at = window.lower().find(text.lower())
     if at < 0:
         return None
@@ -171,7 +197,7 @@ def _line_with(window: str, text: str) -> str | None:
     before, match, after = window[start:at], window[at : at + len(text)], window[at + len(text) : end]
     lead = "… " if start > line_start else ""
     tail = " …" if end < line_end else ""
-    return lead + _flatten(f"{before}**{match}**{after}") + tail
+    return lead + _flatten(f"{before}{MATCH_START}{match}{MATCH_STOP}{after}") + tail
 
 
 def _flatten(text: str) -> str:

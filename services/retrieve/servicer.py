@@ -169,6 +169,7 @@ class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
                     tags=hit.tags,
                     heading_path=hit.heading_path,
                     contains_query=hit.contains,
+                    highlights=[pb.TextRange(start=start, end=end) for start, end in hit.highlights],
                 )
                 for hit in result.hits
             ],

@@ -41,6 +41,9 @@ def _json_documents(text: str) -> list[dict]:
 
 
 async def test_the_readmes_buf_curl_lines_work_through_envoy_and_directly(gateway: Gateway) -> None:
+    # The README's examples ask about the demo vault's worktop; the test vault gets a note that has one.
+    gateway.chat.write("Projects/Kitchen.md", "# Kitchen\n\nWe chose a pale grey quartz worktop.\n")
+    await gateway.chat.ingest()
     lines = [line for line in _blocks("sh")[0].splitlines() if line.startswith("npx buf curl")]
     assert len(lines) == 6
     outputs: list[list[dict]] = []

@@ -285,7 +285,7 @@ async def test_search_and_index_status_pages(gateway: Gateway, page: Page) -> No
     await expect(page.get_by_test_id("notes")).to_have_text("3")
     await expect(page.locator(".status-page")).to_contain_text("Every file is indexed.")
 
-    # A match the note had in bold comes back with its markers doubled (****worktop****): one highlight still.
+    # A match the note has in bold: highlighted, inside the note's bold.
     gateway.chat.write("Home/Kitchen.md", "# Kitchen\n\nWe chose the pale grey **worktop** in quartz.\n")
     await gateway.chat.ingest()
     await page.get_by_role("link", name="Search").click()
@@ -303,6 +303,9 @@ async def test_search_and_index_status_pages(gateway: Gateway, page: Page) -> No
     await expect(page.get_by_test_id("summary")).to_have_text("1 note contains “quartz”.")
     await expect(hits).to_have_count(1)
     await expect(hits.first).to_contain_text("Home/Kitchen.md")
+    # Only the searched word is highlighted; the note's own bold stays bold (found by a user: it was highlighted).
+    await expect(hits.first.locator(".snippet mark")).to_have_text("quartz")
+    await expect(hits.first.locator(".snippet strong")).to_have_text("worktop")
     await page.screenshot(path=SCREENSHOTS / "search-one-note.png")
     # A word no note holds, and nothing near it: said plainly, no list of neighbours.
     await page.get_by_label("Search", exact=True).fill("zucchini")

@@ -157,32 +157,68 @@ export function Markdown<P>({ text, citations }: { text: string; citations?: Cit
   );
 }
 
-// The match markers of a search snippet: the API wraps each match in **…**, so a match that was already bold in
-// the note arrives as ****word**** (or with one side doubled, where the snippet cut through it).
-// A snippet is a piece of a line, so a "# ", "- " or "1. " at its start is the note's text, not a heading or a list.
-export function snippetMarkdown(snippet: string): string {
-  return snippet
-    .replace(/\*{4,}/g, "**")
-    .replace(/^(\s*)(#|>|[-+*] |\d+[.)] )/, (_, space: string, marker: string) =>
-      /^\d/.test(marker) ? space + marker.replace(/([.)])/, "\\$1") : `${space}\\${marker}`,
-    );
+// Where a search snippet's matched words are: ranges of code points, as the API gives them (never markers in the
+// text: a note's own **bold** would look like one).
+export interface Highlight {
+  start: number;
+  end: number;
 }
 
-const SNIPPET: Components = {
-  strong: ({ children }) => <mark>{children}</mark>,
-};
+// Private-use characters, which notes do not hold, put around each highlight before the markdown is parsed and turned
+// into <mark> by remarkMarks, so a match inside the note's own bold or a link is marked where it is.
+const OPEN = "\ue000";
+const CLOSE = "\ue001";
+const MARKED = /\ue000([^\ue000\ue001]*)\ue001/g;
+const STRAY = /[\ue000\ue001]/g;
 
-// A search snippet: one line of a note, its matches highlighted; inline markdown only (a heading or list marker at
-// its start stays a line of text, links keep their words).
-export function Snippet({ text }: { text: string }) {
+function withMarks(text: string, highlights: readonly Highlight[]): string {
+  const characters = Array.from(text); // code points, as the ranges count
+  const ordered = [...highlights].sort((a, b) => b.start - a.start);
+  for (const { start, end } of ordered) {
+    if (start < 0 || end > characters.length || start >= end) continue;
+    characters.splice(end, 0, CLOSE);
+    characters.splice(start, 0, OPEN);
+  }
+  return characters.join("");
+}
+
+function remarkMarks() {
+  return (tree: Root) => {
+    findAndReplace(tree, [
+      [
+        MARKED,
+        (_: string, words: string) => {
+          const node: Emphasis = {
+            type: "emphasis",
+            children: [{ type: "text", value: words }],
+            data: { hName: "mark" } as Emphasis["data"],
+          };
+          return node;
+        },
+      ],
+      // A range the markdown split (half in a link's text, say) is left unmarked rather than shown as odd characters.
+      [STRAY, ""],
+    ]);
+  };
+}
+
+// A snippet is a piece of a line, so a "# ", "- " or "1. " at its start is the note's text, not a heading or a list.
+export function snippetMarkdown(snippet: string): string {
+  return snippet.replace(/^(\s*)(#|>|[-+*] |\d+[.)] )/, (_, space: string, marker: string) =>
+    /^\d/.test(marker) ? space + marker.replace(/([.)])/, "\\$1") : `${space}\\${marker}`,
+  );
+}
+
+// A search snippet: one line of a note as it is written, its matched words highlighted; inline markdown only (a
+// heading or list marker at its start stays a line of text, links keep their words).
+export function Snippet({ text, highlights }: { text: string; highlights: readonly Highlight[] }) {
   return (
     <ReactMarkdown
-      remarkPlugins={[remarkGfm]}
-      allowedElements={["strong", "em", "code", "del"]}
+      remarkPlugins={[remarkGfm, remarkMarks]}
+      allowedElements={["strong", "em", "code", "del", "mark"]}
       unwrapDisallowed
-      components={SNIPPET}
     >
-      {snippetMarkdown(text)}
+      {snippetMarkdown(withMarks(text, highlights))}
     </ReactMarkdown>
   );
 }

@@ -61,7 +61,7 @@ _SEARCH_SYNTAX = re.compile(r'"|(?:^|\s)-\w')
 VECTOR_ONLY_FLOOR = 0.45
 
 # ts_headline marks matches with characters that do not occur in notes (Unicode private use), so that a note's own
-# `**bold**` is never mistaken for a match; they become `**` once the snippet is plain text.
+# `**bold**` is never mistaken for a match; note search turns them into highlight ranges (`NoteHit.highlights`).
 MATCH_START, MATCH_STOP = "\ue000", "\ue001"
 _HEADLINE_OPTIONS = (
     f'StartSel={MATCH_START}, StopSel={MATCH_STOP}, MaxWords=20, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'

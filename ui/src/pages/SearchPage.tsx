@@ -13,10 +13,6 @@ const MODES: [SearchMode, string][] = [
 // The markdown renderer comes with the first results.
 const Snippet = lazy(() => import("../Markdown").then((module) => ({ default: module.Snippet })));
 
-// A snippet while the renderer loads: its words, without the match markers.
-function plainSnippet(text: string): string {
-  return text.replace(/\*\*/g, "");
-}
 
 function list(text: string): string[] {
   return text
@@ -124,8 +120,8 @@ export function SearchPage() {
                 </div>
                 {hit.headingPath.length ? <div className="heading-path">{hit.headingPath.join(" › ")}</div> : null}
                 <p className="snippet">
-                  <Suspense fallback={plainSnippet(hit.snippet)}>
-                    <Snippet text={hit.snippet} />
+                  <Suspense fallback={hit.snippet}>
+                    <Snippet text={hit.snippet} highlights={hit.highlights} />
                   </Suspense>
                 </p>
                 {hit.tags.length ? <div className="tags">{hit.tags.map((t) => `#${t}`).join(" ")}</div> : null}

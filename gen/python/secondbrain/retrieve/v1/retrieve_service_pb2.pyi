@@ -317,6 +317,7 @@ class NoteHit(_message.Message):
     TAGS_FIELD_NUMBER: _builtins.int
     HEADING_PATH_FIELD_NUMBER: _builtins.int
     CONTAINS_QUERY_FIELD_NUMBER: _builtins.int
+    HIGHLIGHTS_FIELD_NUMBER: _builtins.int
     path: _builtins.str
     """The note's vault-relative path."""
     title: _builtins.str
@@ -324,7 +325,9 @@ class NoteHit(_message.Message):
     score: _builtins.float
     """The rank score; only the order is meaningful."""
     snippet: _builtins.str
-    """A short excerpt around the best match."""
+    """A short excerpt around the best match: one line of the note as it is
+    written (its markdown kept), the matched words at `highlights`.
+    """
     contains_query: _builtins.bool
     """Whether the note contains the query's words (or its text); false: it is
     listed for its meaning alone (hybrid and vector search), so a client can
@@ -338,6 +341,12 @@ class NoteHit(_message.Message):
     def heading_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The heading path of the best-matching chunk, outermost first."""
 
+    @_builtins.property
+    def highlights(self) -> _containers.RepeatedCompositeFieldContainer[Global___TextRange]:
+        """Where the matched words are in `snippet`, in order. Offsets rather than
+        markers in the text, which a note's own markdown could be mistaken for.
+        """
+
     def __init__(
         self,
         *,
@@ -348,14 +357,41 @@ class NoteHit(_message.Message):
         tags: _abc.Iterable[_builtins.str] | None = ...,
         heading_path: _abc.Iterable[_builtins.str] | None = ...,
         contains_query: _builtins.bool = ...,
+        highlights: _abc.Iterable[Global___TextRange] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["contains_query", b"contains_query", "heading_path", b"heading_path", "path", b"path", "score", b"score", "snippet", b"snippet", "tags", b"tags", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["contains_query", b"contains_query", "heading_path", b"heading_path", "highlights", b"highlights", "path", b"path", "score", b"score", "snippet", b"snippet", "tags", b"tags", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___NoteHit: _TypeAlias = NoteHit  # noqa: Y015
+
+@_typing.final
+class TextRange(_message.Message):
+    """A range of a text: [start, end), counted in Unicode code points."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    START_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    start: _builtins.int
+    """The first code point."""
+    end: _builtins.int
+    """One past the last code point."""
+    def __init__(
+        self,
+        *,
+        start: _builtins.int = ...,
+        end: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end", b"end", "start", b"start"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TextRange: _TypeAlias = TextRange  # noqa: Y015
 
 @_typing.final
 class GetNoteRequest(_message.Message):
