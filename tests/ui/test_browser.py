@@ -569,3 +569,20 @@ async def test_a_dark_system_gets_the_dark_palette_and_the_tab_an_icon(browser: 
         await page.screenshot(path=SCREENSHOTS / "dark-chat.png")
     finally:
         await context.close()
+
+
+async def test_escape_closes_the_chat_panel_unless_a_question_is_half_typed(gateway: Gateway, page: Page) -> None:
+    await page.get_by_role("button", name="Open chat").click()
+    panel = page.get_by_role("dialog", name="Chat")
+    await expect(panel).to_be_visible()
+    # The model chip names the model as the presets do, not by its ids.
+    chip = panel.locator("button.chip")
+    await expect(chip).to_have_text("GPT-5.4 mini")
+    await expect(chip).to_have_attribute("title", "OpenAI · GPT-5.4 mini (change in settings)")
+    await page.keyboard.press("Escape")
+    await expect(panel).to_be_hidden()
+    await page.get_by_role("button", name="Open chat").click()
+    await page.get_by_label("Your question").fill("How often do I")
+    await page.keyboard.press("Escape")
+    await expect(panel).to_be_visible()
+    await expect(page.get_by_label("Your question")).to_have_value("How often do I")

@@ -1,7 +1,8 @@
 // The full-screen chat panel: conversations on the left (a drawer behind a button on a narrow screen), the
 // conversation in the centre with the answer streaming in, a persona dropdown and a model chip at the top, a gear for
 // the settings. In agent mode (the settings' mode, or the composer's toggle for one turn) the tool steps stream in
-// above the answer. Escape closes the topmost of the settings, the passage and the drawer.
+// above the answer. Escape closes the topmost of the settings, the passage, the drawer and the panel itself (not with
+// a question half typed).
 import { useCallback, useEffect, useRef, useState } from "react";
 import { chat, describeError, ingest, isAbort, isUnauthenticated } from "../api";
 import {
@@ -47,6 +48,15 @@ function vaultNameOf(path: string): string {
 function withToolPassages(turn: LiveTurn, added: Passage[]): LiveTurn {
   if (!turn.sources || !added.length) return turn;
   return { ...turn, sources: { ...turn.sources, passages: [...turn.sources.passages, ...added] } };
+}
+
+// The model chip: the model's name as the presets give it (its provider's too, in full, on hover); the quoting
+// provider, which has no model, in words.
+function modelChip(settings: Settings, options: GetOptionsResponse | undefined): [string, string] {
+  if (settings.provider === "extractive") return ["Quoting (no model)", "Answers quote your notes; no model is used"];
+  const provider = options?.providers.find((p) => p.id === settings.provider);
+  const model = provider?.models.find((m) => m.id === settings.model)?.displayName ?? settings.model;
+  return [model, `${provider?.displayName ?? settings.provider} · ${model}`];
 }
 
 export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void; onUnauthenticated: () => void }) {
@@ -112,12 +122,13 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
       if (settingsOpen) setSettingsOpen(false);
       else if (passage) setPassage(undefined);
       else if (drawerOpen) setDrawerOpen(false);
+      else if (!draft.trim()) onClose(); // the panel itself, last; never with a question half typed
       else return;
       event.preventDefault();
     }
     document.addEventListener("keydown", onKey);
     return () => document.removeEventListener("keydown", onKey);
-  }, [settingsOpen, passage, drawerOpen]);
+  }, [settingsOpen, passage, drawerOpen, draft, onClose]);
 
   useEffect(() => {
     bottom.current?.scrollIntoView({ block: "end" });
@@ -325,8 +336,12 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
               </option>
             ))}
           </select>
-          <button className="chip" title="Model (change in settings)" onClick={() => setSettingsOpen(true)}>
-            {settings ? `${settings.provider} · ${settings.model}` : "…"}
+          <button
+            className="chip"
+            title={`${settings ? modelChip(settings, options)[1] : "Model"} (change in settings)`}
+            onClick={() => setSettingsOpen(true)}
+          >
+            {settings ? modelChip(settings, options)[0] : "…"}
           </button>
           <span className="spacer" />
           <button className="icon" aria-label="Settings" onClick={() => setSettingsOpen(true)}>
