@@ -222,6 +222,10 @@ async def test_ask_answers_in_process_with_retrieve_started_beside_it(service_en
     assert [next(iter(event)) for event in (events[0], events[-1])] == ["sources", "done"]
     assert events[0]["sources"]["retrieval"]["plan"]["queries"][0]["text"] == "What is in my notes?"
     assert events[-1]["done"]["provider"] == "extractive"
+    # As text: no token counts for an answer no model wrote.
+    code, stdout, stderr = await run_secondbrain("ask", "What is in my notes?", env=env)
+    assert code == 0, stderr
+    assert "Quoted from your notes; no language model was used." in stdout and " in, " not in stdout
 
 
 async def test_ask_agent_prints_each_step_then_the_answer(service_env: dict[str, str], tmp_path: Path) -> None:

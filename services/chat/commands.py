@@ -28,7 +28,8 @@ async def run_ask(
     config: Config, question: str, *, conversation: str | None, address: str | None, mode: str = "", as_json: bool
 ) -> int:
     err = Console(stderr=True)
-    out = Console(highlight=False)
+    # soft_wrap: a line is never broken at the console's width (80 columns when piped), which split note paths.
+    out = Console(highlight=False, soft_wrap=True)
     async with connect(config, "chat", address, pb_grpc.ChatServiceStub, err, doing="answering") as chat:
         if conversation is None:
             created = await chat.CreateConversation(pb.CreateConversationRequest(), timeout=30)
@@ -62,8 +63,11 @@ async def run_ask(
                     done = event.done
                     if done.agent_stop_reason:
                         out.print(f"\n\n[dim]Stopped looking: {escape(done.agent_stop_reason)}.[/dim]", end="")
-                    out.print(f"\n\n[dim]{done.provider}:{done.model} · {done.usage.input_tokens} in, "
-                              f"{done.usage.output_tokens} out[/dim]")  # fmt: skip
+                    if done.provider == "extractive":  # no model, so no tokens to count: say what it was
+                        out.print("\n\n[dim]Quoted from your notes; no language model was used.[/dim]")
+                    else:
+                        out.print(f"\n\n[dim]{done.provider}:{done.model} · {done.usage.input_tokens} in, "
+                                  f"{done.usage.output_tokens} out[/dim]")  # fmt: skip
                 elif kind == "error":
                     failed = True
                     if not as_json:
