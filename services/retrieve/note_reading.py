@@ -55,11 +55,24 @@ def _checked_path(path: str) -> str:
     return path
 
 
-def _not_found(path: str) -> NotFound:
+def _not_found(path: str, named: list[str] | None = None) -> NotFound:
+    if named:
+        return NotFound(f"the index holds no note at {path!r}; did you mean {' or '.join(map(repr, named))}?")
     return NotFound(
         f"the index holds no note at {path!r}: paths are vault-relative, with '.md', as search results and passages "
         "name them (list_notes shows what there is)"
     )
+
+
+async def _resolved(connection: asyncpg.Connection, path: str) -> str:
+    """`path` as the index has it: itself when a note is there, else the one note it names as a wikilink would
+    (`Projects/Kitchen Renovation`, a file name, a title, another case); NotFound naming the candidates otherwise."""
+    if await store.get_note(connection, path) is not None:
+        return path
+    named = await store.notes_named(connection, path)
+    if len(named) == 1:
+        return named[0]
+    raise _not_found(path, named)
 
 
 async def read_note(pool: asyncpg.Pool, path: str, start_line: int = 0, end_line: int = 0) -> NoteText:
@@ -69,8 +82,8 @@ async def read_note(pool: asyncpg.Pool, path: str, start_line: int = 0, end_line
     if start_line < 0 or end_line < 0:
         raise InvalidInput("line numbers start at 1 (or 0 for the start or end of the note)")
     async with pool.acquire() as connection:
-        note = await store.get_note(connection, path)
-    if note is None:
+        note = await store.get_note(connection, await _resolved(connection, path))
+    if note is None:  # deleted between the two reads
         raise _not_found(path)
     lines = note.body.split("\n")
     if len(lines) > 1 and lines[-1] == "":
@@ -107,6 +120,7 @@ async def list_notes(pool: asyncpg.Pool, filters: Filters, limit: int = 0) -> No
 async def note_links(pool: asyncpg.Pool, path: str) -> NoteLinks:
     path = _checked_path(path)
     async with pool.acquire() as connection:
+        path = await _resolved(connection, path)
         links = await store.note_links(connection, path)
     if links is None:
         raise _not_found(path)

@@ -34,6 +34,23 @@ async def written(stack: Stack) -> None:
     await stack.ingest()
 
 
+async def test_a_note_is_read_by_its_wikilink_form_or_another_case_and_a_near_miss_suggests(stack: Stack) -> None:
+    # Found by a user: `read_note` refused `Projects/Kitchen Renovation` (as the note's wikilinks write it) and a
+    # wrong case, with no "did you mean".
+    await written(stack)
+    for given in ("Projects/Kitchen Renovation", "projects/kitchen renovation.md", "Kitchen Renovation", "Kitchen"):
+        note = await stack.stub.GetNote(pb.GetNoteRequest(path=given))
+        assert note.path == "Projects/Kitchen Renovation.md", given
+    links = await stack.stub.GetNoteLinks(pb.GetNoteLinksRequest(path="areas/suppliers"))
+    assert links.path == "Areas/Suppliers.md"
+    stack.write("Archive/Suppliers.md", "# Suppliers\n\nThe old list.\n")
+    await stack.ingest()
+    with pytest.raises(grpc.aio.AioRpcError) as ambiguous:
+        await stack.stub.GetNote(pb.GetNoteRequest(path="Suppliers"))
+    assert ambiguous.value.code() == grpc.StatusCode.NOT_FOUND
+    assert "did you mean 'Archive/Suppliers.md' or 'Areas/Suppliers.md'?" in (ambiguous.value.details() or "")
+
+
 async def test_a_note_reads_whole_or_by_the_line_numbers_passages_give(stack: Stack) -> None:
     await written(stack)
     whole = await stack.stub.GetNote(pb.GetNoteRequest(path="Projects/Kitchen Renovation.md"))

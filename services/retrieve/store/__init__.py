@@ -11,7 +11,15 @@
 
 from secondbrain.retrieve.store.chunks import ChunkRow, chunks_around, linked_candidates
 from secondbrain.retrieve.store.hybrid import LexicalQuery, candidates_statement, hybrid_candidates
-from secondbrain.retrieve.store.note_reads import ListedNote, StoredLink, StoredNote, get_note, list_notes, note_links
+from secondbrain.retrieve.store.note_reads import (
+    ListedNote,
+    StoredLink,
+    StoredNote,
+    get_note,
+    list_notes,
+    note_links,
+    notes_named,
+)
 from secondbrain.retrieve.store.notes import (
     MATCH_START,
     MATCH_STOP,
@@ -44,5 +52,6 @@ __all__ = [
     "linked_candidates",
     "list_notes",
     "note_links",
+    "notes_named",
     "vector_notes_statement",
 ]

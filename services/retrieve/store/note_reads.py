@@ -66,6 +66,22 @@ async def get_note(connection: asyncpg.Connection, path: str) -> StoredNote | No
     )
 
 
+async def notes_named(connection: asyncpg.Connection, name: str, limit: int = 5) -> list[str]:
+    """The readable notes `name` names as Obsidian resolves a wikilink (path with or without `.md`, file name, title
+    or alias, in any case), by path: for a read given a note's wikilink form, or a path in the wrong case."""
+    target = name[:-3] if name.lower().endswith(".md") else name
+    rows = await connection.fetch(
+        f"""
+        SELECT f.path FROM vault_files f, (SELECT $1::text AS target) l
+        WHERE {link_resolves("f", "l")} AND {_READABLE}
+        ORDER BY f.path LIMIT $2
+        """,
+        target,
+        limit,
+    )
+    return [row["path"] for row in rows]
+
+
 async def list_notes(connection: asyncpg.Connection, filters: Filters, limit: int) -> tuple[list[ListedNote], int]:
     """Up to `limit` notes the filters let through, by path, and how many there are in all."""
     p = Params()
