@@ -88,7 +88,12 @@ async def test_failures_are_tool_errors_a_model_can_act_on(mcp_env: dict[str, st
         huge = await session.call_tool("read_note", {"path": KITCHEN, "start_line": 2**31})
         assert huge.is_error and huge.content[0].text.startswith("read_note: start_line "), huge.content[0].text
         assert str(INT32_MAX) in huge.content[0].text
-        for result in (missing, bad, unknown, extra, huge):
+        # A folder that does not exist is said to be so, not answered "nothing matches" (found by a user).
+        nowhere = await session.call_tool("retrieve_passages", {"question": "Which worktop?", "folder": "Projetcs"})
+        assert nowhere.is_error and "no note is in the folder 'Projetcs'" in nowhere.content[0].text
+        untagged = await session.call_tool("search_notes", {"query": "worktop", "tag": "nosuchtag"})
+        assert untagged.is_error and "no note is tagged #nosuchtag" in untagged.content[0].text
+        for result in (missing, bad, unknown, extra, huge, nowhere, untagged):
             assert "Traceback" not in result.content[0].text
 
 

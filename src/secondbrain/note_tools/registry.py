@@ -125,6 +125,24 @@ class Ask(_Arguments):
     question: str = Field(description="A question about the notes, standing on its own.")
 
 
+async def _check_filters_name_notes(services: NoteServices, args: _Filtered) -> None:
+    """When a filtered call found nothing: a ToolFailure if the folder or tag itself holds no note (a typo, a folder
+    that does not exist), which "nothing answers" would hide."""
+    if not (args.folder or args.tag):
+        return
+    listed = await services.retrieve.ListNotes(
+        pb.ListNotesRequest(filters=args.filters(), limit=1), timeout=CALL_TIMEOUT_SECONDS
+    )
+    if listed.total:
+        return
+    where = " and ".join(
+        part
+        for part in (f"in the folder {args.folder!r}" if args.folder else "", f"tagged #{args.tag}" if args.tag else "")
+        if part
+    )
+    raise ToolFailure(f"no note is {where}: check the name (list_notes without filters shows the notes and folders)")
+
+
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
@@ -132,6 +150,8 @@ def _plural(count: int, word: str) -> str:
 async def _search_notes(services: NoteServices, args: SearchNotes) -> Found:
     request = pb.SearchRequest(query=args.query, mode=SEARCH_MODES[args.mode], filters=args.filters(), limit=args.limit)
     response = await services.retrieve.Search(request, timeout=CALL_TIMEOUT_SECONDS)
+    if not response.hits:
+        await _check_filters_name_notes(services, args)
     return Found(
         render=lambda _: formatting.search_results(response, args.query),
         summary=lambda _: f"Searched {args.query!r}: {_plural(len(response.hits), 'note')}",
@@ -144,6 +164,8 @@ async def _retrieve_passages(services: NoteServices, args: RetrievePassages) -> 
     request = pb.RetrieveRequest(query=args.question, filters=args.filters(), options=options)
     call = services.retrieve.Retrieve(request, timeout=CALL_TIMEOUT_SECONDS)
     found = [event.passage async for event in call if event.HasField("passage")]
+    if not found:
+        await _check_filters_name_notes(services, args)
     return Found(
         render=lambda passages: formatting.passages(passages, args.question),
         summary=lambda passages: f"Retrieved {_plural(len(passages), 'passage')} for {args.question!r}",
