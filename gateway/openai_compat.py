@@ -75,6 +75,13 @@ class _Message(BaseModel):
         return self.content or ""
 
 
+class _StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    # Whether a last chunk carries the whole turn's token usage (Open WebUI asks for it).
+    include_usage: StrictBool = False
+
+
 class _Completion(BaseModel):
     # Sampling and other knobs (temperature, max_tokens, ...) are accepted and left to the configured model.
     model_config = ConfigDict(extra="allow")
@@ -85,6 +92,7 @@ class _Completion(BaseModel):
     messages: list[_Message] = Field(min_length=1)
     # A boolean, as OpenAI's API takes it: "yes" or 1 is a mistake to report, not a true.
     stream: StrictBool = False
+    stream_options: _StreamOptions | None = None
 
 
 def _error(message: str, kind: str, code: str | None) -> dict[str, Any]:
@@ -108,6 +116,22 @@ def _model_choice(model: str) -> tuple[str, str]:
         return "", ""
     provider, _, name = model.partition("/")
     return provider, name
+
+
+def _model_ids(options: pb.GetOptionsResponse) -> list[str]:
+    """Every `provider/model` id /v1 answers with: the available providers' models."""
+    return [
+        f"{provider.id}/{model.id}" for provider in options.providers if provider.available for model in provider.models
+    ]
+
+
+def _usage(usage: Any) -> dict[str, int]:
+    """A turn's token usage in OpenAI's words."""
+    return {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    }
 
 
 def _turn(body: _Completion) -> tuple[str, list[common.HistoryMessage]]:
@@ -165,12 +189,28 @@ class OpenAICompat:
         data = [{"id": DEFAULT_MODEL, "object": "model", "created": 0, "owned_by": "secondbrain",
                  "description": f"the configured default: {defaults.provider}/{defaults.model}"}]  # fmt: skip
         data += [
-            {"id": f"{provider.id}/{model.id}", "object": "model", "created": 0, "owned_by": provider.id}
-            for provider in options.providers
-            if provider.available
-            for model in provider.models
+            {"id": model_id, "object": "model", "created": 0, "owned_by": model_id.partition("/")[0]}
+            for model_id in _model_ids(options)
         ]
         return JSONResponse({"object": "list", "data": data})
+
+    async def _unknown_model(self, model: str) -> Response | None:
+        """OpenAI's 404 for a model id /v1/models does not list, naming the ones it does (in its ids, not the chat
+        service's provider names); None for a known one."""
+        if model in ("", DEFAULT_MODEL):
+            return None
+        try:
+            options = await self.chat.GetOptions(pb.GetOptionsRequest(), timeout=OPTIONS_TIMEOUT_SECONDS)
+        except grpc.aio.AioRpcError as error:
+            return self._rpc_error(error)
+        known = _model_ids(options)
+        if model in known:
+            return None
+        return error_response(
+            404,
+            f"the model {model!r} does not exist here; choose one of: {', '.join([DEFAULT_MODEL, *known])}",
+            "model_not_found",
+        )
 
     async def completions(self, request: Request) -> Response:
         try:
@@ -196,6 +236,9 @@ class OpenAICompat:
             return error_response(400, f"the request does not fit the chat completions API: {problems}")
         except InvalidInput as error:
             return error_response(400, str(error))
+        # (A named conversation answers with its settings' model, whatever the request says.)
+        if not request.headers.get(CONVERSATION_HEADER) and (unknown := await self._unknown_model(body.model)):
+            return unknown
         call = self._call(request, body, question, history)
         try:
             first = await call.read()
@@ -205,7 +248,13 @@ class OpenAICompat:
         completion = f"chatcmpl-{uuid.uuid4().hex}"
         if body.stream:
             return StreamingResponse(
-                self._chunks(call, first, completion, body.model),
+                self._chunks(
+                    call,
+                    first,
+                    completion,
+                    body.model,
+                    body.stream_options is not None and body.stream_options.include_usage,
+                ),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"},
             )
@@ -252,16 +301,12 @@ class OpenAICompat:
                 "message": {"role": "assistant", "content": formatting.answer(text, cited)},
                 "finish_reason": "stop",
             }],
-            "usage": {
-                "prompt_tokens": usage.input_tokens,
-                "completion_tokens": usage.output_tokens,
-                "total_tokens": usage.input_tokens + usage.output_tokens,
-            },
+            "usage": _usage(usage),
             "secondbrain": {"sources": [_source(p) for p in cited]},
         })  # fmt: skip
 
     async def _chunks(
-        self, call: grpc.aio.UnaryStreamCall, first: object, completion: str, model: str
+        self, call: grpc.aio.UnaryStreamCall, first: object, completion: str, model: str, include_usage: bool = False
     ) -> AsyncIterator[bytes]:
         created = int(time.time())
 
@@ -286,4 +331,7 @@ class OpenAICompat:
         if cited:
             yield chunk({"content": "\n\n" + formatting.sources_list(cited)})
         yield chunk({}, "stop", secondbrain={"sources": [_source(p) for p in cited]})
+        if include_usage:  # as OpenAI sends it: one more chunk, with no choices and the usage
+            yield _data({"id": completion, "object": "chat.completion.chunk", "created": created, "model": model,
+                         "choices": [], "usage": _usage(turn.usage)})  # fmt: skip
         yield _data("[DONE]")

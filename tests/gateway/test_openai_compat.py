@@ -75,6 +75,32 @@ async def test_an_answer_streams_in_chunks_ending_with_its_sources(guarded: Gate
     assert (last.model_extra or {})["secondbrain"]["sources"][0]["path"] == "Projects/Garden.md"
 
 
+async def test_a_stream_asked_for_its_usage_ends_with_a_usage_chunk(guarded: Gateway) -> None:  # noqa: F811
+    # Open WebUI asks for it; it was ignored.
+    guarded.chat.llm.script.push(Reply(deltas=["Every morning ", "[1]."]))
+    stream = await client(guarded).chat.completions.create(
+        model="openai/gpt-5.4-mini",
+        messages=[{"role": "user", "content": QUESTION}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = [chunk async for chunk in stream]
+    assert chunks[-2].choices[0].finish_reason == "stop"
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert chunks[-1].usage.total_tokens == chunks[-1].usage.prompt_tokens + chunks[-1].usage.completion_tokens > 0
+
+
+async def test_an_unknown_model_is_openais_404_naming_the_models_listed(guarded: Gateway) -> None:  # noqa: F811
+    sdk = client(guarded)
+    listed = [model.id async for model in sdk.models.list()]
+    with pytest.raises(openai.NotFoundError) as missing:
+        await sdk.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": QUESTION}])
+    error = missing.value.body
+    assert isinstance(error, dict) and error["code"] == "model_not_found"
+    # The ids /v1/models lists, in its words (not the chat service's provider names).
+    assert all(model_id in error["message"] for model_id in listed) and "'gpt-4o'" in error["message"]
+
+
 async def test_a_named_conversation_keeps_the_turn(guarded: Gateway) -> None:  # noqa: F811
     conversation = await guarded.chat.conversation()
     guarded.chat.llm.script.push(Reply(deltas=["Every morning [1]."]))
@@ -88,11 +114,11 @@ async def test_a_named_conversation_keeps_the_turn(guarded: Gateway) -> None:  #
 
 
 async def test_errors_have_openais_shape_and_our_words(guarded: Gateway) -> None:  # noqa: F811
-    with pytest.raises(openai.BadRequestError) as unknown:
+    with pytest.raises(openai.NotFoundError) as unknown:
         await client(guarded).chat.completions.create(
             model="nobody/nothing", messages=[{"role": "user", "content": QUESTION}]
         )
-    assert "unknown provider 'nobody'" in unknown.value.message
+    assert "the model 'nobody/nothing' does not exist here" in unknown.value.message
     with pytest.raises(openai.BadRequestError) as no_question:
         await client(guarded).chat.completions.create(
             model="secondbrain", messages=[{"role": "assistant", "content": "Hello"}]
