@@ -140,15 +140,18 @@ def with_earlier_turns(message: str, history: Sequence[ChatMessage]) -> PlannedQ
     return PlannedQuery(_clean(" ".join([*parts, message])), "with_history")
 
 
-# An answer's citation markers ([1], [2, 3]) and block-quote markers: numbers and punctuation, not its subject.
+# An answer's citation markers ([1], [2, 3]), block-quote markers, bold (`**Worktop**`; not `__`, which is also
+# code's, as in `__init__`) and fence lines: numbers and punctuation, not its subject, and shown raw in the plan.
 _CITATIONS = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 _QUOTE_MARKERS = re.compile(r"^\s*>+", re.MULTILINE)
+_EMPHASIS = re.compile(r"\*{2,}|^\s*(?:```|~~~)\S*\s*$", re.MULTILINE)
 
 
 def _answer_words(answer: str) -> str:
     """What an earlier answer says about its subject: without the quoting provider's own sentences ("No language
-    model is configured, ...", which would otherwise be searched as the conversation) and citation markers."""
-    return quoted_only(_QUOTE_MARKERS.sub(" ", _CITATIONS.sub("", answer)))
+    model is configured, ...", which would otherwise be searched as the conversation), citation markers and the
+    markdown's own marks."""
+    return quoted_only(_EMPHASIS.sub(" ", _QUOTE_MARKERS.sub(" ", _CITATIONS.sub("", answer))))
 
 
 def _key(text: str) -> str:

@@ -338,6 +338,14 @@ async def test_without_a_model_a_follow_up_searches_what_a_quoting_answer_quoted
     history = [ChatMessage("user", question), ChatMessage("assistant", quoting)]
     _, joined = (await Condenser(None, None).condense("and its price?", history)).queries
     assert joined.text == "What worktop did we choose? The worktop is oiled oak from Costa. and its price?"
+    # A quote's bold and fences are the markdown's marks, shown raw in the plan if searched (found by a user:
+    # "> **Worktop**"); code's own underscores are kept.
+    bold = (
+        f"{PREAMBLE} The passages that best match your question say:\n> **Worktop**: oak [1]\n```rust\nfn __x__()\n```"
+    )
+    history = [ChatMessage("user", question), ChatMessage("assistant", bold)]
+    _, joined = (await Condenser(None, None).condense("and its price?", history)).queries
+    assert "*" not in joined.text and "```" not in joined.text and "Worktop" in joined.text and "__x__" in joined.text
     # The notes a "nothing matches" answer names are kept: they are what was found.
     history = [ChatMessage("user", question), ChatMessage("assistant", unmatched)]
     _, joined = (await Condenser(None, None).condense("and its price?", history)).queries
