@@ -7,6 +7,7 @@ derived here from the same descriptors, so the document cannot drift from what t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -60,8 +61,43 @@ def from_json(data: object, message: Message, what: str) -> Message:
     try:
         json_format.ParseDict(data, message)
     except json_format.ParseError as error:
-        raise InvalidInput(f"{what}: {error}") from None
+        raise InvalidInput(f"{what}: {_problem(str(error))}") from None
     return message
+
+
+# protobuf's own wording of a JSON parse failure, which names message types and Python internals: read for the field
+# and the reason, and said in the API's terms (found by a user: an unknown REST field got the raw parser text).
+_UNKNOWN_FIELD = re.compile(
+    r'has no field named "(?P<name>[^"]+)" at "(?P<at>[^"]+)"\.\s*'
+    r'Available Fields\(except extensions\): "\[(?P<known>.*)\]"',
+    re.DOTALL,
+)
+_FIELD_STEP = re.compile(r"Failed to parse (?P<name>\w+) field: ")
+_WRONG_TYPE = [
+    (re.compile(r"invalid literal for int\(\) with base 10: (?P<got>.*?)\.*$"), "expected a whole number, got {got}"),
+    (re.compile(r"Couldn't parse integer: (?P<got>.*?)\.*$"), "expected a whole number, got {got}"),
+    (re.compile(r"expected string or bytes-like object, got '(?P<got>\w+)'"), "expected a string, not {got}"),
+    (re.compile(r"Expected true or false without quotes.*"), "expected true or false"),
+]
+
+
+def _problem(text: str) -> str:
+    """A JSON parse failure as the field it is about (dotted, from the body's top) and what was wrong with it."""
+    path: list[str] = []
+    while step := _FIELD_STEP.match(text):
+        path.append(step["name"])
+        text = text[step.end() :]
+    if unknown := _UNKNOWN_FIELD.search(text):
+        inner = unknown["at"].split(".")[1:]
+        where = ".".join([*inner, unknown["name"]])
+        known = ", ".join(name.strip().strip("'") for name in unknown["known"].split(",") if name.strip())
+        return f"unknown field {where!r}; the fields there are: {known}"
+    reason = text.strip().rstrip(".")
+    for pattern, wording in _WRONG_TYPE:
+        if found := pattern.search(reason):
+            reason = wording.format(**found.groupdict())
+            break
+    return f"{'.'.join(path)}: {reason}" if path else reason
 
 
 def schema_name(descriptor: Descriptor) -> str:

@@ -134,7 +134,21 @@ def chunked(part: bytes, times: int) -> AsyncIterator[bytes]:
     ("method", "path", "kwargs", "status", "says"),
     [
         ("POST", "/api/chat/conversations", {"content": b"{not json"}, 400, "not valid JSON"),
-        ("POST", "/api/chat/conversations", {"json": {"colour": "red"}}, 400, "colour"),
+        # In the API's words, not protobuf's parser text (found by a user).
+        (
+            "POST",
+            "/api/chat/conversations",
+            {"json": {"colour": "red"}},
+            400,
+            "unknown field 'colour'; the fields there are: title, personaId",
+        ),
+        (
+            "PUT",
+            "/api/chat/settings",
+            {"json": {"settings": {"alternates": "yes"}}},
+            400,
+            "settings.alternates: expected true or false",
+        ),
         ("POST", "/api/chat/conversations", {"json": ["a list"]}, 400, "JSON object"),
         ("PUT", "/api/chat/settings", {"json": {"settings": {"passages": "many"}}}, 400, "passages"),
         ("GET", "/api/chat/conversations", {"params": {"pagesize": "3"}}, 400, "pageSize"),
