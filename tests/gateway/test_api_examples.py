@@ -82,3 +82,6 @@ async def test_the_readmes_node_example_streams_passages_with_grpc_js(gateway: G
     assert done.returncode == 0, done.stderr
     kinds = [line.split(" ", 1)[0] for line in done.stdout.splitlines()]
     assert kinds[0] == "plan" and "passage" in kinds and kinds[-1] == "done", done.stdout
+    # Enums print by name (found by a user: numbers), as the README's loader options ask.
+    plan = json.loads(done.stdout.splitlines()[0].split(" ", 1)[1])
+    assert plan["queries"][0]["kind"].startswith("QUERY_KIND_"), plan
