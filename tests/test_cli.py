@@ -8,6 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from secondbrain.service.health_client import check_health, wait_until_serving
@@ -226,6 +227,30 @@ async def test_ask_answers_in_process_with_retrieve_started_beside_it(service_en
     code, stdout, stderr = await run_secondbrain("ask", "What is in my notes?", env=env)
     assert code == 0, stderr
     assert "Quoted from your notes; no language model was used." in stdout and " in, " not in stdout
+    # Neither was kept as a conversation (found by a user: each `ask` added one to the web UI's list); --save keeps
+    # one, and --conversation continues it.
+    assert "Not kept: --save keeps it" in stderr
+    assert await _conversations(service_env["DATABASE_URL"]) == []
+    code, _, stderr = await run_secondbrain("ask", "What is in my notes?", "--save", env=env)
+    assert code == 0, stderr
+    [(conversation, messages)] = await _conversations(service_env["DATABASE_URL"])
+    assert messages == 2 and f"continue it with --conversation {conversation}" in stderr
+    code, _, stderr = await run_secondbrain("ask", "And else?", "--conversation", conversation, env=env)
+    assert code == 0, stderr
+    assert await _conversations(service_env["DATABASE_URL"]) == [(conversation, 4)]
+
+
+async def _conversations(database_url: str) -> list[tuple[str, int]]:
+    """Every stored conversation, with how many messages it holds."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        rows = await connection.fetch(
+            "SELECT c.id::text AS id, count(m.id) AS messages FROM chat_conversations c "
+            "LEFT JOIN chat_messages m ON m.conversation_id = c.id GROUP BY c.id"
+        )
+    finally:
+        await connection.close()
+    return [(row["id"], row["messages"]) for row in rows]
 
 
 async def test_ask_agent_prints_each_step_then_the_answer(service_env: dict[str, str], tmp_path: Path) -> None:

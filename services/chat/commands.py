@@ -1,4 +1,5 @@
-"""`secondbrain ask`: one question, answered in the terminal as it streams, with its sources listed under it.
+"""`secondbrain ask`: one question, answered in the terminal as it streams, with its sources listed under it; stored
+as a conversation only with --save or --conversation.
 
 It uses a running chat service when one answers. Otherwise it answers through a chat server of its own, started in
 this process (`secondbrain.service.access`), which reaches retrieval the way the chat service always does, over gRPC:
@@ -25,20 +26,35 @@ _CITATION = re.compile(r"\[(\d+)\]")
 
 
 async def run_ask(
-    config: Config, question: str, *, conversation: str | None, address: str | None, mode: str = "", as_json: bool
+    config: Config,
+    question: str,
+    *,
+    conversation: str | None,
+    address: str | None,
+    mode: str = "",
+    as_json: bool,
+    save: bool = False,
 ) -> int:
-    err = Console(stderr=True)
+    """One question answered at the terminal. Kept as a conversation only when asked (`save`) or continuing one: a
+    question asked at a terminal is not a conversation the web UI should list (found by a user: after one session
+    the list held seventeen look-alikes)."""
+    err = Console(stderr=True, soft_wrap=True)
     # soft_wrap: a line is never broken at the console's width (80 columns when piped), which split note paths.
     out = Console(highlight=False, soft_wrap=True)
     async with connect(config, "chat", address, pb_grpc.ChatServiceStub, err, doing="answering") as chat:
-        if conversation is None:
+        if conversation is None and save:
             created = await chat.CreateConversation(pb.CreateConversationRequest(), timeout=30)
             conversation = created.conversation.id
-        request = pb.SendMessageRequest(conversation_id=conversation, content=question, mode=mode)
+        if conversation is None:
+            call = chat.Answer(pb.AnswerRequest(content=question, mode=mode), timeout=600)
+        else:
+            call = chat.SendMessage(
+                pb.SendMessageRequest(conversation_id=conversation, content=question, mode=mode), timeout=600
+            )
         passages: list = []
         answer: list[str] = []
         failed = False
-        async with streaming(chat.SendMessage(request, timeout=600)) as stream:
+        async with streaming(call) as stream:
             kind = ""
             async for event in stream:
                 kind_before, kind = kind, event.WhichOneof("event")
@@ -82,7 +98,10 @@ async def run_ask(
         where = " > ".join([passage.note_title, *passage.heading_path])
         out.print(f"  [{passage.number}] {escape(where)}  [dim]{escape(passage.note_path)}:"
                   f"{passage.start_line}-{passage.end_line}[/dim]")  # fmt: skip
-    err.print(f"[dim]Conversation {conversation}: continue it with --conversation {conversation}[/dim]")
+    if conversation is not None:
+        err.print(f"[dim]Conversation {conversation}: continue it with --conversation {conversation}[/dim]")
+    else:
+        err.print("[dim]Not kept: --save keeps it as a conversation you can continue.[/dim]")
     if failed:
         raise Unavailable("see the message above")
     return 0

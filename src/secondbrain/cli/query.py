@@ -98,8 +98,16 @@ def retrieve(
 def ask(
     question: Annotated[str, typer.Argument(help="A question about your notes.")],
     conversation: Annotated[
-        str | None, typer.Option(help="Continue this conversation (its id); default a new one.", show_default=False)
+        str | None, typer.Option(help="Continue this conversation (its id), adding the turn to it.", show_default=False)
     ] = None,
+    save: Annotated[
+        bool,
+        typer.Option(
+            "--save",
+            help="Keep the question and answer as a new conversation (the web UI lists it; continue it with "
+            "--conversation). Without it, or --conversation, nothing is stored.",
+        ),
+    ] = False,
     address: Annotated[str | None, typer.Option(help="host:port of a chat service to use.")] = None,
     agent: Annotated[
         bool | None,
@@ -123,5 +131,15 @@ def ask(
 
     mode = "" if agent is None else "agent" if agent else "rag"
     raise typer.Exit(
-        run(run_ask(config_with(), question, conversation=conversation, address=address, mode=mode, as_json=as_json))
+        run(
+            run_ask(
+                config_with(),
+                question,
+                conversation=conversation,
+                save=save,
+                address=address,
+                mode=mode,
+                as_json=as_json,
+            )
+        )
     )
