@@ -150,6 +150,8 @@ async def test_ask_cite_change_persona_and_find_the_conversation_after_a_reload(
     await page.get_by_role("button", name="Open chat").click()
     conversations = page.locator("nav.conversations li")
     await expect(conversations).to_have_count(2)
+    # Under the day they last changed, so look-alike titles are told apart by when.
+    await expect(page.locator("nav.conversations .day h3")).to_have_text(["Today"])
     await expect(conversations.first).to_contain_text("And the soil?")
     await page.get_by_role("button", name=QUESTION).click()
     restored = page.get_by_test_id("answer").last

@@ -50,6 +50,41 @@ function withToolPassages(turn: LiveTurn, added: Passage[]): LiveTurn {
   return { ...turn, sources: { ...turn.sources, passages: [...turn.sources.passages, ...added] } };
 }
 
+// The conversations (newest first) under the day each last changed: Today, Yesterday, a weekday this week, then a
+// date, so look-alike titles are told apart by when they were (found by a user: a list of "What did we decide ab…").
+function dayOf(conversation: Conversation): string {
+  const seconds = Number(conversation.updateTime?.seconds ?? 0n);
+  if (!seconds) return "Earlier";
+  const when = new Date(seconds * 1000);
+  const today = new Date();
+  const days = Math.round(
+    (new Date(today.getFullYear(), today.getMonth(), today.getDate()).getTime() -
+      new Date(when.getFullYear(), when.getMonth(), when.getDate()).getTime()) /
+      86_400_000,
+  );
+  if (days <= 0) return "Today";
+  if (days === 1) return "Yesterday";
+  if (days < 7) return when.toLocaleDateString(undefined, { weekday: "long" });
+  const sameYear = when.getFullYear() === today.getFullYear();
+  return when.toLocaleDateString(undefined, { day: "numeric", month: "long", year: sameYear ? undefined : "numeric" });
+}
+
+function byDay(conversations: Conversation[]): [string, Conversation[]][] {
+  const groups: [string, Conversation[]][] = [];
+  for (const conversation of conversations) {
+    const day = dayOf(conversation);
+    if (groups.length && groups[groups.length - 1][0] === day) groups[groups.length - 1][1].push(conversation);
+    else groups.push([day, [conversation]]);
+  }
+  return groups;
+}
+
+function lastChanged(conversation: Conversation): string {
+  const seconds = Number(conversation.updateTime?.seconds ?? 0n);
+  const count = `${conversation.messageCount} message${conversation.messageCount === 1 ? "" : "s"}`;
+  return seconds ? `${count}, last ${new Date(seconds * 1000).toLocaleString()}` : count;
+}
+
 // The model chip: the model's name as the presets give it (its provider's too, in full, on hover); the quoting
 // provider, which has no model, in words.
 function modelChip(settings: Settings, options: GetOptionsResponse | undefined): [string, string] {
@@ -280,41 +315,46 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
         <button className="primary new" onClick={startFresh}>
           + New conversation
         </button>
-        <ul>
-          {conversations.map((c) => (
-            <li key={c.id} className={c.id === active?.id ? "active" : ""}>
-              {renaming === c.id ? (
-                <input
-                  autoFocus
-                  aria-label="New title"
-                  defaultValue={c.title}
-                  onBlur={(e) => rename(c, e.target.value)}
-                  onKeyDown={(e) => {
-                    if (e.key === "Enter") void rename(c, e.currentTarget.value);
-                    if (e.key === "Escape") {
-                      e.stopPropagation(); // cancels the rename only
-                      setRenaming(undefined);
-                    }
-                  }}
-                />
-              ) : (
-                <button className="title" onClick={() => open(c.id)}>
-                  {c.title || "Untitled"}
-                </button>
-              )}
-              <span className="item-actions">
-                <button className="icon" aria-label={`Rename ${c.title}`} onClick={() => setRenaming(c.id)}>
-                  ✎
-                </button>
-                <button className="icon" aria-label={`Delete ${c.title}`} onClick={() => remove(c)}>
-                  <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
-                    <path fill="currentColor" d="M9 3h6l1 2h4v2H4V5h4l1-2zm-3 6h12l-1 12H7L6 9z" />
-                  </svg>
-                </button>
-              </span>
-            </li>
-          ))}
-        </ul>
+        {byDay(conversations).map(([day, group]) => (
+          <section key={day} className="day" aria-label={day}>
+            <h3>{day}</h3>
+            <ul>
+              {group.map((c) => (
+                <li key={c.id} className={c.id === active?.id ? "active" : ""} title={lastChanged(c)}>
+                  {renaming === c.id ? (
+                    <input
+                      autoFocus
+                      aria-label="New title"
+                      defaultValue={c.title}
+                      onBlur={(e) => rename(c, e.target.value)}
+                      onKeyDown={(e) => {
+                        if (e.key === "Enter") void rename(c, e.currentTarget.value);
+                        if (e.key === "Escape") {
+                          e.stopPropagation(); // cancels the rename only
+                          setRenaming(undefined);
+                        }
+                      }}
+                    />
+                  ) : (
+                    <button className="title" onClick={() => open(c.id)}>
+                      {c.title || "Untitled"}
+                    </button>
+                  )}
+                  <span className="item-actions">
+                    <button className="icon" aria-label={`Rename ${c.title}`} onClick={() => setRenaming(c.id)}>
+                      ✎
+                    </button>
+                    <button className="icon" aria-label={`Delete ${c.title}`} onClick={() => remove(c)}>
+                      <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
+                        <path fill="currentColor" d="M9 3h6l1 2h4v2H4V5h4l1-2zm-3 6h12l-1 12H7L6 9z" />
+                      </svg>
+                    </button>
+                  </span>
+                </li>
+              ))}
+            </ul>
+          </section>
+        ))}
       </nav>
       <section className="conversation">
         <header className="chat-top">
