@@ -288,14 +288,16 @@ async def test_search_and_index_status_pages(gateway: Gateway, page: Page) -> No
     await expect(page.locator(".status-page")).to_contain_text("Every file is indexed.")
 
     # A match the note has in bold: highlighted, inside the note's bold.
-    gateway.chat.write("Home/Kitchen.md", "# Kitchen\n\nWe chose the pale grey **worktop** in quartz.\n")
+    gateway.chat.write(
+        "Home/Kitchen.md", "# Kitchen\n\nWe chose the pale grey **worktop** in quartz from [[Suppliers#Stone|Costa]].\n"
+    )
     await gateway.chat.ingest()
     await page.get_by_role("link", name="Search").click()
     await page.get_by_label("Search", exact=True).fill("worktop")
     await page.get_by_role("button", name="Search").click()
     snippet = hits.filter(has_text="Home/Kitchen.md").locator(".snippet")
     await expect(snippet.locator("mark")).to_have_text("worktop")
-    await expect(snippet).to_contain_text("the pale grey worktop in quartz")
+    await expect(snippet).to_contain_text("the pale grey worktop in quartz from Costa")
     assert "*" not in await snippet.inner_text()
     await page.screenshot(path=SCREENSHOTS / "search-snippet.png")
 
@@ -308,6 +310,9 @@ async def test_search_and_index_status_pages(gateway: Gateway, page: Page) -> No
     # Only the searched word is highlighted; the note's own bold stays bold (found by a user: it was highlighted).
     await expect(hits.first.locator(".snippet mark")).to_have_text("quartz")
     await expect(hits.first.locator(".snippet strong")).to_have_text("worktop")
+    # A wikilink shows as the words Obsidian shows, marked as a link, never its brackets (found by a user).
+    await expect(hits.first.locator(".snippet .wikilink")).to_have_text("Costa")
+    assert "[[" not in await hits.first.locator(".snippet").inner_text()
     await page.screenshot(path=SCREENSHOTS / "search-one-note.png")
     # A word no note holds, and nothing near it: said plainly, no list of neighbours.
     await page.get_by_label("Search", exact=True).fill("zucchini")

@@ -37,6 +37,39 @@ function remarkCitations({ numbers }: { numbers: ReadonlySet<number> }) {
   };
 }
 
+// Obsidian's [[Note]], [[Note#Heading|shown text]] and ![[embed.png]]: the words a reader sees there (the alias, else
+// the note and heading), marked as a link within the vault, with its target on hover; never the raw brackets.
+// A snippet may end inside one (the search's excerpt stops at a word), so a link the text ends in counts as closed.
+const WIKILINK = /(!?)\[\[([^\]\[|#\n]*)(#[^\]\[|\n]*)?(?:\|([^\]\[\n]*))?(?:\]\]|$)/g;
+
+function remarkWikilinks() {
+  return (tree: Root) => {
+    findAndReplace(
+      tree,
+      [
+        WIKILINK,
+        (whole: string, embed: string, target: string, heading: string | undefined, alias: string | undefined) => {
+          const section = heading ? heading.slice(1).trim() : "";
+          const shown = alias?.trim() || [target.trim(), section].filter(Boolean).join(" › ") || whole;
+          const node: Emphasis = {
+            type: "emphasis",
+            children: [{ type: "text", value: shown }],
+            data: {
+              hName: "span",
+              hProperties: {
+                className: embed ? ["wikilink", "embed"] : ["wikilink"],
+                title: `${target.trim()}${heading ?? ""}`,
+              },
+            } as Emphasis["data"],
+          };
+          return node;
+        },
+      ],
+      { ignore: ["link", "linkReference"] },
+    );
+  };
+}
+
 // A block of raw HTML (a line holding only <img …> or <script>…) as a paragraph of its text. react-markdown would
 // turn it into text anyway, but loose at the top level, run together with the next such block.
 function rehypeHtmlBlocksAsText() {
@@ -148,7 +181,7 @@ export function Markdown<P>({ text, citations }: { text: string; citations?: Cit
     : BASE;
   return (
     <ReactMarkdown
-      remarkPlugins={[remarkGfm, [remarkCitations, { numbers }]]}
+      remarkPlugins={[remarkGfm, remarkWikilinks, [remarkCitations, { numbers }]]}
       rehypePlugins={[rehypeHtmlBlocksAsText]}
       components={components}
     >
@@ -214,8 +247,8 @@ export function snippetMarkdown(snippet: string): string {
 export function Snippet({ text, highlights }: { text: string; highlights: readonly Highlight[] }) {
   return (
     <ReactMarkdown
-      remarkPlugins={[remarkGfm, remarkMarks]}
-      allowedElements={["strong", "em", "code", "del", "mark"]}
+      remarkPlugins={[remarkGfm, remarkMarks, remarkWikilinks]}
+      allowedElements={["strong", "em", "code", "del", "mark", "span"]}
       unwrapDisallowed
     >
       {snippetMarkdown(withMarks(text, highlights))}
