@@ -64,11 +64,9 @@ def _not_found(path: str, named: list[str] | None = None) -> NotFound:
     )
 
 
-async def _resolved(connection: asyncpg.Connection, path: str) -> str:
-    """`path` as the index has it: itself when a note is there, else the one note it names as a wikilink would
-    (`Projects/Kitchen Renovation`, a file name, a title, another case); NotFound naming the candidates otherwise."""
-    if await store.get_note(connection, path) is not None:
-        return path
+async def _named(connection: asyncpg.Connection, path: str) -> str:
+    """For a `path` no note is at: the one note it names as a wikilink would (`Projects/Kitchen Renovation`, a file
+    name, a title, another case); NotFound naming the candidates otherwise."""
     named = await store.notes_named(connection, path)
     if len(named) == 1:
         return named[0]
@@ -82,7 +80,9 @@ async def read_note(pool: asyncpg.Pool, path: str, start_line: int = 0, end_line
     if start_line < 0 or end_line < 0:
         raise InvalidInput("line numbers start at 1 (or 0 for the start or end of the note)")
     async with pool.acquire() as connection:
-        note = await store.get_note(connection, await _resolved(connection, path))
+        note = await store.get_note(connection, path)
+        if note is None:
+            note = await store.get_note(connection, await _named(connection, path))
     if note is None:  # deleted between the two reads
         raise _not_found(path)
     lines = note.body.split("\n")
@@ -120,8 +120,10 @@ async def list_notes(pool: asyncpg.Pool, filters: Filters, limit: int = 0) -> No
 async def note_links(pool: asyncpg.Pool, path: str) -> NoteLinks:
     path = _checked_path(path)
     async with pool.acquire() as connection:
-        path = await _resolved(connection, path)
         links = await store.note_links(connection, path)
+        if links is None:
+            path = await _named(connection, path)
+            links = await store.note_links(connection, path)
     if links is None:
         raise _not_found(path)
     return NoteLinks(path, *links)

@@ -150,6 +150,7 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
   }, [fail, refreshList]);
 
   const closePassage = useCallback(() => setPassage(undefined), []);
+  const chip = settings ? modelChip(settings, options) : ["…", "Model"];
 
   useEffect(() => {
     function onKey(event: KeyboardEvent) {
@@ -376,12 +377,8 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
               </option>
             ))}
           </select>
-          <button
-            className="chip"
-            title={`${settings ? modelChip(settings, options)[1] : "Model"} (change in settings)`}
-            onClick={() => setSettingsOpen(true)}
-          >
-            {settings ? modelChip(settings, options)[0] : "…"}
+          <button className="chip" title={`${chip[1]} (change in settings)`} onClick={() => setSettingsOpen(true)}>
+            {chip[0]}
           </button>
           <span className="spacer" />
           <button className="icon" aria-label="Settings" onClick={() => setSettingsOpen(true)}>
