@@ -65,7 +65,9 @@ async def test_deleting_a_conversation_while_its_answer_streams_is_never_a_500(r
             if deleted.status_code != 200:
                 failures.append(f"DELETE after {delay * 1000:.0f} ms: {deleted.status_code} {deleted.text}")
             status, body = await turn
-            errors = [event.data for event in parse_sse(body) if event.event == "error"] if status == 200 else []
+            # A delete that lands while the answer streams ends the stream NOT_FOUND (the turn stops): intended.
+            events = parse_sse(body) if status == 200 else []
+            errors = [event.data for event in events if event.event == "error" and event.data["code"] != "NOT_FOUND"]
             if status not in (200, 404) or errors:
                 failures.append(f"POST with DELETE after {delay * 1000:.0f} ms: {status} {errors or body}")
             gone = await client.get(f"/api/chat/conversations/{conversation_id}")
