@@ -22,6 +22,7 @@ from secondbrain.retrieve.server import create_server as create_retrieve_server
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as rpb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as rpb_grpc
 from secondbrain.service.runner import ServiceDeps
+from secondbrain.v1 import retrieval_pb2 as common
 from tests.environment import clean_environ
 
 OBSIDIAN_HELP = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "vaults" / "obsidian-help"
@@ -54,6 +55,9 @@ async def test_obsidian_help_end_to_end_with_the_local_embedder(config, db: Data
             request = pb.SyncVaultRequest(vault_path=str(OBSIDIAN_HELP))
             first = [event async for event in stub.SyncVault(request, timeout=900)]
             totals = first[-1].done.totals
+            # Long tables and code blocks are embedded in windows of whole rows and lines: nothing to warn about.
+            warnings = [w for event in first if event.WhichOneof("event") == "file" for w in event.file.warnings]
+            assert not [w for w in warnings if "embedder reads" in w], warnings
             notes = sum(1 for _ in OBSIDIAN_HELP.rglob("*.md"))
             assert totals.added == notes == totals.files_seen
             assert totals.failed == 0
@@ -80,6 +84,20 @@ async def test_obsidian_help_end_to_end_with_the_local_embedder(config, db: Data
                 assert plan.vector_arm_ran, plan.vector_arm_skipped_reason
                 top = [e.passage.note_path for e in events if e.WhichOneof("event") == "passage"][:3]
                 assert note in top, (question, top)
+
+            # The tail of a long table (Search's operators, rows 67-80, the last three about tasks) is found by the
+            # search by meaning alone, on its own: before windows, the embedder read only the table's head.
+            request = rpb.RetrieveRequest(
+                query="Which search operator only matches tasks that are already completed?",
+                options=rpb.RetrieveOptions(
+                    max_passages=5, mode=common.RETRIEVAL_MODE_VECTOR, expand_neighbours=False, condense=False
+                ),
+            )
+            passages = [e.passage async for e in stub.Retrieve(request, timeout=120) if e.HasField("passage")]
+            tail = [p for p in passages if p.note_path == "Plugins/Search.md" and "`task-done:`" in p.text]
+            assert tail and tail[0].start_line > 70 and tail[0].text.startswith("| Search operator"), [
+                (p.note_path, p.start_line, p.text[:80]) for p in passages
+            ]
     finally:
         await retrieve.stop(grace=1)
 

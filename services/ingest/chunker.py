@@ -3,14 +3,18 @@
 Why this shape: a chunk is embedded and shown to the model on its own, so it carries its place in the note
 (`Title > Heading > Subheading`) in its `content`, never mixes two sections, and never cuts a code fence or a table
 in half. Blocks (paragraphs, list items, quotes, fences, tables) are packed greedily; a block too big for a chunk is
-split at sentences, then lines, then words, then (only for a "word" longer than a chunk) characters.
+split at sentences, then lines, then words, then (only for a "word" longer than a chunk) characters. A fence or
+table too big for a chunk is cut into windows of whole lines or rows instead, each a block of its own: the fence's
+opening and closing lines, or the table's header and delimiter rows, are repeated in every window, so the embedder
+reads all of it (not only its head) and every window reads, and renders, as the code or table it is.
 
 Token counting is the cost that matters (the embedder's tokenizer takes tens of microseconds per call), so each
 block or piece is counted once, chunk sizes are estimated by adding those counts, and the finished `content` is
 counted once to confirm; only when that confirmation fails is the chunk re-packed smaller.
 
 Chunk text is always cut from the note's own body: whole lines, or slices of them at sentence or word
-boundaries. Whitespace between blocks is kept as written, except that runs of blank lines become one.
+boundaries (a window's repeated header is the note's own lines too). Whitespace between blocks is kept as written,
+except that runs of blank lines become one.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dataclasses import dataclass, field
 
 from markdown_it import MarkdownIt
 
+from secondbrain import block_windows
 from secondbrain.ingest.note import ParsedNote
 
 # Reference point from the design: a 512-token encoder gets ~400-token chunks with 60 tokens of overlap.
@@ -95,6 +100,9 @@ class Chunk:
     content: str
     token_count: int
     oversized: bool
+    # Part of a fence or table too long for one chunk: its text repeats the block's header (and a fence's closing
+    # line), so it is the note's lines start_line..end_line plus those.
+    window: bool = False
 
 
 def chunk_note(note: ParsedNote, budget: ChunkBudget, count_tokens: Callable[[str], int]) -> list[Chunk]:
@@ -376,7 +384,7 @@ class _Chunker:
             head = pending[0]
             if head.atomic and head.tokens > avail:
                 pending.popleft()
-                chunks.append(self.make_chunk(first_index + len(chunks), path, prefix, [head]))
+                chunks.extend(self.window_chunks(head, first_index + len(chunks), path, prefix, avail))
                 carry = []
                 continue
             carry = self.fit_carry(carry, head, avail)
@@ -475,6 +483,74 @@ class _Chunker:
             content=content,
             token_count=token_count,
             oversized=token_count > self.budget.max_tokens,
+        )
+
+    # --- windows of a long fence or table ----------------------------------------------------------------------
+
+    def window_chunks(
+        self, block: _Unit, first_index: int, path: tuple[str, ...], prefix: str, avail: int
+    ) -> list[Chunk]:
+        """A fence or table over `avail` as chunks of whole lines, each with the block's header (a fence's opening
+        line, a table's header and delimiter rows) and a fence's closing line around as many of the lines between as
+        fit. A window the estimate got wrong is halved until it fits; a single line too long for any window gets one
+        of its own, over the budget."""
+        first, last = self.line_of(block.start) - 1, self.line_of(block.end - 1) - 1
+        header_count, footer_count = block_windows.frame(self.lines[first : last + 1])
+        header = list(range(first, first + header_count))
+        footer = list(range(last + 1 - footer_count, last + 1))
+        inner = list(range(first + header_count, last + 1 - footer_count))
+        if not inner:
+            return [self.make_chunk(first_index, path, prefix, [block])]
+        # What every window repeats, as text: a table's delimiter row in its shortest form.
+        head = [block_windows.delimiter_row(self.lines[line]) for line in header]
+        tail = [self.lines[line] for line in footer]
+        frame_tokens = self.count("\n".join([*head, *tail])) + 1
+        pending: deque[list[int]] = deque()
+        current: list[int] = []
+        size = frame_tokens
+        for line in inner:
+            cost = self.line_tokens(line) + 1
+            if current and size + cost > avail:
+                pending.append(current)
+                current, size = [], frame_tokens
+            current.append(line)
+            size += cost
+        pending.append(current)
+        chunks: list[Chunk] = []
+        while pending:
+            window = pending.popleft()
+            # The first window starts at the block's first line, the last ends at its last; the rest span what they add.
+            start = first if window[0] == inner[0] else window[0]
+            end = last if window[-1] == inner[-1] else window[-1]
+            text = "\n".join([*head, *(self.lines[line] for line in window), *tail])
+            chunk = self.make_window(first_index + len(chunks), path, prefix, text, start, end)
+            if chunk.oversized and len(window) > 1:
+                half = len(window) // 2
+                pending.extendleft([window[half:], window[:half]])
+                continue
+            chunks.append(chunk)
+        return chunks
+
+    def line_tokens(self, line: int) -> int:
+        """Tokens of one body line (by index), counted once."""
+        start = self.line_starts[line]
+        return self.tokens_of(start, start + len(self.lines[line])) if self.lines[line].strip() else 0
+
+    def make_window(self, index: int, path: tuple[str, ...], prefix: str, text: str, start: int, end: int) -> Chunk:
+        """One window's chunk: `text`, covering body lines `start`..`end` (0-based)."""
+        content = f"{prefix}\n\n{text}"
+        token_count = self.count(content)
+        offset = self.note.body_start_line
+        return Chunk(
+            index=index,
+            heading_path=path,
+            start_line=offset + start,
+            end_line=offset + end,
+            text=text,
+            content=content,
+            token_count=token_count,
+            oversized=token_count > self.budget.max_tokens,
+            window=True,
         )
 
     def overlap(self, units: list[_Unit]) -> list[_Unit]:

@@ -154,8 +154,9 @@ class NoteIndexer:
 
     def _warn_of_cut_chunks(self, prepared: PreparedNote) -> None:
         """Say which chunks are longer than the embedder reads, counted as they will be embedded (with their context
-        lines). A code block or table over the chunk budget is kept whole; only past what the embedder reads is any
-        of it lost to the search by meaning (the lexical index and the passages keep all of it)."""
+        lines). A code block or table over the chunk budget is embedded in windows of whole lines, so only a single
+        line longer than the embedder reads can lose its tail to the search by meaning (the lexical index and the
+        passages keep all of it)."""
         readable = self.embedder.max_document_tokens
         for position, chunk in enumerate(prepared.chunks):
             context = prepared.contexts[position]
@@ -163,7 +164,7 @@ class NoteIndexer:
             if tokens > readable:
                 with_context = " with its context line" if context else ""
                 prepared.warnings.append(
-                    f"lines {chunk.start_line}-{chunk.end_line}: a code block or table of {tokens} tokens"
+                    f"lines {chunk.start_line}-{chunk.end_line}: a line of code or a table row of {tokens} tokens"
                     f"{with_context} is longer than the embedder reads ({readable}); the search by meaning sees only "
                     "its head"
                 )

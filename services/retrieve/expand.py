@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from secondbrain.block_windows import join_windows
 from secondbrain.retrieve.chunk_text import body_of
 from secondbrain.retrieve.store import ChunkRow
 
@@ -130,6 +131,11 @@ def assemble(span: Span, available: dict[tuple[int, int], ChunkRow]) -> PassageT
     previous_path: list[str] | None = None
     for chunk in chunks:
         text = body_of(chunk.content)
+        joined = join_windows(parts[-1], text) if parts else None
+        if joined is not None:  # the next window of the code block or table the last part ends with
+            parts[-1] = joined
+            previous_text, previous_path = text, chunk.heading_path
+            continue
         if previous_text:
             text = without_overlap(previous_text, text)
         if previous_path is not None and chunk.heading_path != previous_path and chunk.heading_path:

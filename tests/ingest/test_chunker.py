@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
+from secondbrain.block_windows import delimiter_row
 from secondbrain.ingest.chunker import Chunk, ChunkBudget, chunk_note
 from secondbrain.ingest.note import ParsedNote, parse_note
 
@@ -202,23 +203,62 @@ def test_a_huge_title_or_heading_is_shortened_so_text_still_fits() -> None:
 # --- fences and tables ------------------------------------------------------------------------------------------
 
 
-def test_fences_are_never_split_and_an_oversized_one_stands_alone() -> None:
-    fence = "```python\n" + "\n".join(f"x{i} = {i}  # line {i}" for i in range(40)) + "\n```"
+def windows_of(chunks: list[Chunk], header_lines: int, footer_lines: int) -> tuple[list[str], list[str], list[str]]:
+    """The headers and footers the windows repeat (one of each, else the test fails), and their lines in between."""
+    headers = {"\n".join(chunk.text.split("\n")[:header_lines]) for chunk in chunks}
+    footers = {"\n".join(chunk.text.split("\n")[len(chunk.text.split("\n")) - footer_lines :]) for chunk in chunks}
+    inner = [line for chunk in chunks for line in chunk.text.split("\n")[header_lines : -footer_lines or None]]
+    return sorted(headers), sorted(footers), inner
+
+
+def test_a_fence_too_long_for_a_chunk_is_cut_into_windows_each_a_fence_of_its_own() -> None:
+    body = [f"x{i} = {i}  # line {i}" for i in range(40)]
+    fence = "```python\n" + "\n".join(body) + "\n```"
     text = f"# T\n\nbefore the fence\n\n{fence}\n\nafter the fence\n"
     chunks = chunks_of(text)
-    assert [chunk.text for chunk in chunks] == ["before the fence", fence, "after the fence"]
-    assert [chunk.oversized for chunk in chunks] == [False, True, False]
-    assert (chunks[1].start_line, chunks[1].end_line) == (5, 46)
-    assert chunks[1].token_count > WORDS.max_tokens
+    assert chunks[0].text == "before the fence" and chunks[-1].text == "after the fence"
+    windows = chunks[1:-1]
+    assert len(windows) > 1 and all(chunk.window and not chunk.oversized for chunk in windows)
+    headers, footers, inner = windows_of(windows, 1, 1)
+    assert (headers, footers) == (["```python"], ["```"])
+    assert inner == body, "every line once, in order"
+    # The windows cover the fence's lines 5-46 between them, each the lines it adds, without a gap or an overlap.
+    assert (windows[0].start_line, windows[-1].end_line) == (5, 46)
+    for previous, following in itertools.pairwise(windows):
+        assert following.start_line == previous.end_line + 1
+    assert all(chunk.content == f"T\n\n{chunk.text}" for chunk in windows)
 
 
-def test_tilde_fences_and_tables_are_atomic_too() -> None:
+def test_long_tilde_fences_and_tables_are_windowed_too() -> None:
     tilde = "~~~\n" + "code line here\n" * 20 + "~~~"
-    table = "| a | b |\n|---|---|\n" + "| cell one | cell two |\n" * 10
-    for block in (tilde, table.rstrip("\n")):
+    rows = [f"| cell {i} | other {i} |" for i in range(10)]
+    table = "| a | b |\n|---|---|\n" + "\n".join(rows)
+    for block, header, footer, inner in (
+        (tilde, ["~~~"], ["~~~"], ["code line here"] * 20),
+        (table, ["| a | b |\n|---|---|"], [], rows),
+    ):
         chunks = chunks_of(f"intro text\n\n{block}\n")
-        assert [chunk.text for chunk in chunks] == ["intro text", block]
-        assert chunks[1].oversized
+        assert chunks[0].text == "intro text"
+        headers, footers, lines = windows_of(chunks[1:], header[0].count("\n") + 1, len(footer))
+        assert headers == header and lines == inner
+        assert not footer or footers == footer
+        assert all(chunk.window and not chunk.oversized for chunk in chunks[1:])
+
+
+def test_a_windowed_tables_delimiter_row_is_repeated_in_its_shortest_form() -> None:
+    header = "| Operator | Description |\n| :------------ | ------------------------------------------------: |"
+    rows = [f"| `op{i}:` | Finds the thing number {i} in the vault. |" for i in range(12)]
+    chunks = chunks_of(header + "\n" + "\n".join(rows) + "\n")
+    assert len(chunks) > 1
+    assert {chunk.text.split("\n")[1] for chunk in chunks} == {"|:---|---:|"}
+    assert [row for chunk in chunks for row in chunk.text.split("\n")[2:]] == rows
+
+
+def test_a_table_row_too_long_for_any_window_gets_one_of_its_own() -> None:
+    rows = ["| short | row |", "| " + "long " * 60 + "| row |", "| last | row |"]
+    chunks = chunks_of("| h | i |\n|---|---|\n" + "\n".join(rows) + "\n")
+    assert [chunk.text.split("\n")[2:] for chunk in chunks] == [[row] for row in rows]
+    assert [chunk.oversized for chunk in chunks] == [False, True, False]
 
 
 def test_a_fence_that_fits_is_packed_like_any_block() -> None:
@@ -228,20 +268,22 @@ def test_a_fence_that_fits_is_packed_like_any_block() -> None:
     assert not chunk.oversized
 
 
-def test_an_unterminated_fence_runs_to_the_end_and_is_one_block() -> None:
+def test_an_unterminated_fence_runs_to_the_end_and_its_windows_have_no_closing_line() -> None:
     text = "intro\n\n```\n" + "code words here\n" * 30 + "## not a heading\n"
     chunks = chunks_of(text)
-    assert [chunk.heading_path for chunk in chunks] == [(), ()]
-    assert chunks[1].text.startswith("```") and chunks[1].text.endswith("## not a heading")
-    assert chunks[1].oversized
+    assert {chunk.heading_path for chunk in chunks} == {()}
+    headers, _, inner = windows_of(chunks[1:], 1, 0)
+    assert headers == ["```"] and inner == ["code words here"] * 30 + ["## not a heading"]
+    assert not any(chunk.oversized for chunk in chunks)
 
 
-def test_a_fence_inside_a_long_quote_stays_whole() -> None:
+def test_a_fence_inside_a_long_quote_is_windowed_inside_the_quote() -> None:
     quote = "\n".join(["> " + "quoted word " * 5] * 3 + ["> ```", *["> code line"] * 12, "> ```", "> the end"])
     chunks = chunks_of(quote, ChunkBudget(max_tokens=40, overlap_tokens=10))
     holding = [chunk for chunk in chunks if "> ```" in chunk.text]
-    assert len(holding) == 1
-    assert holding[0].text.count("> ```") == 2
+    assert len(holding) > 1 and all(chunk.window for chunk in holding)
+    headers, footers, inner = windows_of(holding, 1, 1)
+    assert (headers, footers, inner) == (["> ```"], ["> ```"], ["> code line"] * 12)
 
 
 # --- overlap ----------------------------------------------------------------------------------------------------
@@ -338,7 +380,12 @@ def check_invariants(text: str, chunks: list[Chunk], note: ParsedNote, budget: C
     assert [chunk.index for chunk in chunks] == list(range(len(chunks)))
     for chunk in chunks:
         assert chunk.text.strip(), "no empty chunks"
-        assert " ".join(chunk.text.split()) in flat_body, "the note's own text, in the note's order"
+        if chunk.window:
+            # A window of a fence or table: the note's lines start_line..end_line, with the block's header around them.
+            assert "\n".join(lines[chunk.start_line - 1 : chunk.end_line]) in chunk.text
+            assert {delimiter_row(line) for line in chunk.text.split("\n")} <= {delimiter_row(line) for line in lines}
+        else:
+            assert " ".join(chunk.text.split()) in flat_body, "the note's own text, in the note's order"
         prefix = " > ".join((note.title, *chunk.heading_path))
         shortened = "…" in chunk.content[: -len(chunk.text)] and chunk.content.endswith(f"\n\n{chunk.text}")
         assert chunk.content == f"{prefix}\n\n{chunk.text}" or shortened
@@ -348,6 +395,8 @@ def check_invariants(text: str, chunks: list[Chunk], note: ParsedNote, budget: C
             first = chunk.text.split("\n", 1)[0]
             assert re.match(r"^[\s>*+\-\d.)]*(```|~~~)", first) or "|" in first, "only a fence or table"
         assert note.body_start_line <= chunk.start_line <= chunk.end_line <= len(lines)
+        if chunk.window:
+            continue
         first_word, last_word = chunk.text.split()[0], chunk.text.split()[-1]
         assert first_word in lines[chunk.start_line - 1]
         assert last_word in lines[chunk.end_line - 1]
@@ -434,8 +483,15 @@ def test_generated_documents_keep_every_rule(document: tuple[str, list], budget:
     lines = text.split("\n")
     for fence_start, fence_end in fence_spans(lines):
         holders = [chunk for chunk in chunks if chunk.start_line <= fence_end and chunk.end_line >= fence_start]
-        assert len(holders) <= 1, "a fence lives in exactly one chunk"
-        if holders and fence_end > fence_start:
+        if len(holders) > 1 or any(chunk.window for chunk in holders):
+            # Too long for a chunk: windows of its own, each a whole fence, holding its lines once, in order.
+            assert all(chunk.window for chunk in holders), "a fence's windows hold nothing else"
+            assert (holders[0].start_line, holders[-1].end_line) == (fence_start, fence_end)
+            opening = lines[fence_start - 1]
+            _, _, inner = windows_of(holders, 1, 1 if fence_end > fence_start else 0)
+            assert all(chunk.text.split("\n")[0] == opening for chunk in holders)
+            assert inner == lines[fence_start : fence_end - 1]
+        elif holders and fence_end > fence_start:
             assert holders[0].start_line <= fence_start and holders[0].end_line >= fence_end
             assert "\n".join(lines[fence_start - 1 : fence_end]) in holders[0].text
 

@@ -158,8 +158,9 @@ async def test_deleted_note_goes_with_its_chunks(ingest: Ingest) -> None:
 
 
 async def test_only_a_block_longer_than_the_embedder_reads_is_reported(ingest: Ingest) -> None:
-    """A code block over the chunk budget (400 tokens here) stays one chunk, embedded whole while the embedder can
-    read it (text-embedding-3-small: 8,191 tokens); only past that does the sync say its tail is not embedded."""
+    """A code block over the chunk budget (400 tokens here) is embedded in windows of whole lines; a single line
+    longer than that is a window of its own, embedded whole while the embedder can read it (text-embedding-3-small:
+    8,191 tokens); only past that does the sync say its tail is not embedded."""
     ingest.vault.configure(embedding={"provider": "openai"})
     ingest.vault.write("Long.md", "# Long\n\n```\n" + "word " * 600 + "\n```\n")
     ingest.vault.write("Huge block.md", "# Huge block\n\n```\n" + "word " * 9_000 + "\n```\n")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from secondbrain.ingest.chunker import ChunkBudget, chunk_note
+from secondbrain.ingest.note import parse_note
 from secondbrain.retrieve.expand import (
     MIN_OVERLAP_CHARS,
     PassageText,
@@ -91,3 +93,50 @@ def test_a_spans_label_is_where_its_text_starts_and_where_it_runs_to() -> None:
     assert span_heading([kitchen], [kitchen, "Open questions"]) == [kitchen, "… Open questions"]
     assert span_heading([kitchen, "Goal", "Budget"], [kitchen, "Goal"]) == [kitchen, "Goal", "Budget"]
     assert span_heading([], ["Usage"]) == ["… Usage"]
+
+
+def rows_of_chunked(text: str) -> dict[tuple[int, int], ChunkRow]:
+    """The rows ingest would store for `text`, chunked with a small budget (tokens counted as words)."""
+    chunks = chunk_note(
+        parse_note("n1.md", text), ChunkBudget(max_tokens=40, overlap_tokens=8), lambda t: len(t.split())
+    )
+    return {
+        (1, chunk.index): ChunkRow(
+            chunk.index,
+            1,
+            chunk.index,
+            list(chunk.heading_path),
+            chunk.start_line,
+            chunk.end_line,
+            chunk.content,
+            chunk.token_count,
+            "n1.md",
+            "n1",
+        )
+        for chunk in chunks
+    }
+
+
+@given(st.sampled_from(["```rust", "~~~", "> ```", "- ```python"]), st.integers(12, 60))
+def test_windows_of_a_long_fence_join_back_into_the_fence_in_one_passage(opening: str, count: int) -> None:
+    indent = "> " if opening.startswith(">") else "  " if opening.startswith("-") else ""
+    closing = indent + opening.lstrip("> -")[:3]
+    lines = [f"{indent}let value_{i} = compute({i}); // step {i}" for i in range(count)]
+    block = "\n".join([opening, *lines, closing])
+    available = rows_of_chunked(f"# T\n\n{block}\n")
+    assert len(available) > 1, "the fence was cut into windows"
+    (span,) = plan_spans([(1, 0)], available, radius=len(available), per_note=len(available))
+    assert assemble(span, available).text == block
+
+
+def test_windows_of_a_long_table_join_back_into_the_table_and_a_lone_window_keeps_its_header() -> None:
+    header = "| month | job |\n|---|:---:|"
+    rows = [f"| month {i} | sow the beans in row {i} |" for i in range(30)]
+    available = rows_of_chunked(f"Intro.\n\n{header}\n" + "\n".join(rows) + "\n")
+    windows = len(available) - 1
+    assert windows > 1
+    (whole,) = plan_spans([(1, 1)], available, radius=windows, per_note=windows + 1)
+    assert assemble(whole, available).text == "Intro.\n\n" + header + "\n" + "\n".join(rows)
+    (alone,) = plan_spans([(1, windows)], available, radius=0, per_note=1)
+    assert assemble(alone, available).text.startswith(header + "\n")
+    assert assemble(alone, available).text.endswith(rows[-1])
