@@ -25,6 +25,7 @@ from secondbrain.db.embedding_model import ModelRecord, current_model
 from secondbrain.embedding.base import Embedder
 from secondbrain.errors import FailedPrecondition, InvalidInput, NotFound, ResourceExhausted, Unavailable
 from secondbrain.ingest import store
+from secondbrain.ingest.chunker import CHUNKING
 from secondbrain.ingest.enrich import Contextualizer
 from secondbrain.ingest.events import FileDone, Outcome, SyncEvent, SyncFinished, SyncStarted, Totals
 from secondbrain.ingest.indexing import NoteIndexer, unchanged_content, unchanged_on_disk
@@ -118,6 +119,8 @@ class Ingestor:
         async with self.db.pool.acquire() as connection:
             if await store.ensure_text_search_config(connection, vault_config.search.text_search_config):
                 log.info("text search configuration changed; keyword index rebuilt")
+            if await store.ensure_chunking(connection, CHUNKING):
+                log.info("notes are chunked differently by this version; every note is read again")
         files, skipped = await asyncio.to_thread(walk_vault, root, ingest.ignore, ingest.max_file_bytes)
         personas, bad_personas = await asyncio.to_thread(read_personas, root)
         skipped = sorted([*skipped, *bad_personas], key=lambda item: item.path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from secondbrain.ingest.events import FileDone, Outcome, SyncFinished, SyncStart
 from secondbrain.ingest.pipeline import Ingestor
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
+from secondbrain.obsidian_app import strict_line_breaks
 from secondbrain.service.convert import timestamp
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["IngestService"].full_name
@@ -138,4 +140,8 @@ class IngestServicer(pb_grpc.IngestServiceServicer):
         self, request: pb.GetIndexStatusRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetIndexStatusResponse:
         status = await self.ingestor.status(request.include_files, request.path_prefix)
-        return status_response(status)
+        response = status_response(status)
+        vault = self.config.settings.vault or (Path(status.vault_path) if status.vault_path else None)
+        if vault is not None:
+            response.strict_line_breaks = await asyncio.to_thread(strict_line_breaks, vault)
+        return response

@@ -65,9 +65,11 @@ async def run_search(
         if hit.snippet:
             # The matched words in the terminal's own emphasis, at the ranges the API gives (the snippet's own `**` is
             # the note's markdown, not a match).
-            snippet = Text("   " + hit.snippet)
+            # A snippet may be several lines (a table row under its header): each is indented.
+            snippet = Text("   " + hit.snippet.replace("\n", "\n   "))
             for highlight in hit.highlights:
-                snippet.stylize("bold yellow", 3 + highlight.start, 3 + highlight.end)
+                shift = 3 * (1 + hit.snippet.count("\n", 0, highlight.start))
+                snippet.stylize("bold yellow", shift + highlight.start, shift + highlight.end)
             console.print(snippet)
 
 

@@ -5,7 +5,6 @@ note found shaped into a hit with a readable snippet. The statements, and how ea
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 
@@ -13,20 +12,16 @@ import asyncpg
 import numpy as np
 
 from secondbrain.errors import InvalidInput
-from secondbrain.retrieve import store
+from secondbrain.retrieve import snippets, store
 from secondbrain.retrieve.chunk_text import without_prefix
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.modes import mode_named
-from secondbrain.retrieve.store import MATCH_START, MATCH_STOP
 
 MAX_QUERY_CHARS = 1_000
 MAX_LIMIT = 100
 # pgvector's largest vector dimension.
 MAX_DIMENSION = 16_000
 DEFAULT_TIMEOUT_SECONDS = 10.0
-SNIPPET_CHARS = 300
-
-_WHITESPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -35,8 +30,9 @@ class NoteHit:
     title: str
     # Only the order is meaningful; see `secondbrain.retrieve.store.notes` for each mode's formula.
     score: float
-    # One line of the note around the best match, as the note writes it (its markdown kept); for a hit of the vector
-    # arm alone, the start of the best chunk.
+    # The block of the note around the best match (a paragraph, a list item, a table row with its header), as
+    # markdown that reads as the note does (see `secondbrain.retrieve.snippets`); for a hit of the vector arm alone,
+    # the first block of the best chunk.
     snippet: str
     tags: list[str]
     # The best-matching chunk's heading path; [] when the note was found by the lexical arm alone.
@@ -130,11 +126,18 @@ def _validate_vector(query_vector: np.ndarray) -> np.ndarray:
     return vector
 
 
-# --- Snippets ---------------------------------------------------------------------------------------------------
+# --- Hits -------------------------------------------------------------------------------------------------------
 
 
 def _hit(row: asyncpg.Record, text: str) -> NoteHit:
-    snippet, highlights = _highlighted(_snippet(row, text))
+    if row["source"] is not None:
+        source = row["source"]
+        needle = text if text.casefold() in source.casefold() else None
+        snippet, highlights = snippets.build(source, row["headline"], needle)
+    else:
+        snippet, highlights = snippets.build(
+            without_prefix(row["chunk"] or "", row["title"], row["heading_path"]), None, None
+        )
     return NoteHit(
         path=row["path"],
         title=row["title"],
@@ -145,71 +148,3 @@ def _hit(row: asyncpg.Record, text: str) -> NoteHit:
         heading_path=list(row["heading_path"]),
         contains=bool(row["contains"]),
     )
-
-
-def _highlighted(marked: str) -> tuple[str, list[tuple[int, int]]]:
-    """`marked` without its MATCH_START/MATCH_STOP marks, and the ranges they enclosed (an unclosed one runs to the
-    end; empty ones are dropped)."""
-    plain: list[str] = []
-    ranges: list[tuple[int, int]] = []
-    start: int | None = None
-    for character in marked:
-        if character == MATCH_START:
-            start = len(plain) if start is None else start
-        elif character == MATCH_STOP:
-            if start is not None and len(plain) > start:
-                ranges.append((start, len(plain)))
-            start = None
-        else:
-            plain.append(character)
-    if start is not None and len(plain) > start:
-        ranges.append((start, len(plain)))
-    return "".join(plain), ranges
-
-
-def _snippet(row: asyncpg.Record, text: str) -> str:
-    """The highlighted words if ts_headline found any, else the line holding the typed text, else the best chunk,
-    else the start of the note; matches between MATCH_START and MATCH_STOP."""
-    headline: str | None = row["headline"]
-    if headline and MATCH_START in headline:
-        return _shorten(_flatten(headline))
-    if row["around"]:
-        line = _line_with(row["around"], text)
-        if line is not None:
-            return line
-    if row["chunk"]:
-        return _shorten(_flatten(without_prefix(row["chunk"], row["title"], row["heading_path"])))
-    return _shorten(_flatten(headline or ""))
-
-
-def _line_with(window: str, text: str) -> str | None:
-    """The line of `window` holding `text` (case-insensitively), at most about SNIPPET_CHARS long, `text` marked
-    between MATCH_START and MATCH_STOP."""
-    at = window.lower().find(text.lower())
-    if at < 0:
-        return None
-    line_start = window.rfind("\n", 0, at) + 1
-    line_end = window.find("\n", at + len(text))
-    line_end = len(window) if line_end < 0 else line_end
-    # Keep the match in view on a long line: up to a third of the room before it, the rest after.
-    start = max(line_start, at - SNIPPET_CHARS // 3)
-    end = min(line_end, max(at + len(text), start + SNIPPET_CHARS))
-    before, match, after = window[start:at], window[at : at + len(text)], window[at + len(text) : end]
-    lead = "… " if start > line_start else ""
-    tail = " …" if end < line_end else ""
-    return lead + _flatten(f"{before}{MATCH_START}{match}{MATCH_STOP}{after}") + tail
-
-
-def _flatten(text: str) -> str:
-    return _WHITESPACE.sub(" ", text).strip()
-
-
-def _shorten(text: str) -> str:
-    """At most about SNIPPET_CHARS, cut at a word, never leaving a match mark open."""
-    if len(text) <= SNIPPET_CHARS:
-        return text
-    cut = text.rfind(" ", 0, SNIPPET_CHARS)
-    short = text[: cut if cut > SNIPPET_CHARS // 2 else SNIPPET_CHARS].rstrip()
-    if short.count(MATCH_START) > short.count(MATCH_STOP):
-        short += MATCH_STOP
-    return short + " …"

@@ -27,10 +27,15 @@ def frame(lines: list[str]) -> tuple[int, int]:
     return 1, 1 if closes else 0
 
 
+def is_delimiter_row(line: str) -> bool:
+    """Whether `line` is a table's delimiter row (`|---|:---:|`, padded or not)."""
+    return "-" in line and _TABLE_DELIMITER_RE.match(line) is not None
+
+
 def delimiter_row(line: str) -> str:
     """A table's delimiter row in its shortest form, with the alignment colons and the quote or indent it sits in;
     any other line as it is."""
-    if not _TABLE_DELIMITER_RE.match(line):
+    if not is_delimiter_row(line):
         return line
     lead = line[: len(line) - len(line.lstrip(" \t>"))]
     cells = line[len(lead) :].strip().strip("|").split("|")
@@ -51,7 +56,7 @@ def join_windows(previous: str, following: str) -> str | None:
         if closing is not None and not closing.group(2).strip() and opened == after[0]:
             return "\n".join([*before[:-1], *after[1:]])
         return None
-    if len(after) > 2 and "|" in after[0] and _TABLE_DELIMITER_RE.match(after[1]):
+    if len(after) > 2 and "|" in after[0] and is_delimiter_row(after[1]):
         last_block = previous.rsplit("\n\n", 1)[-1].split("\n")
         if last_block[:2] == after[:2]:
             return "\n".join([*before, *after[2:]])

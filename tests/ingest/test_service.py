@@ -269,6 +269,34 @@ async def test_switching_the_model_reembeds_everything(ingest: Ingest) -> None:
     assert [row["d"] for row in dims] == [3072]
 
 
+async def test_an_index_chunked_by_another_version_is_chunked_again_keeping_its_vectors(ingest: Ingest) -> None:
+    """A new chunker (long fences in windows, say) reaches notes stored before it: each is read and chunked again,
+    and only chunks whose text changed are embedded."""
+    long_fence = "# Long\n\n```\n" + "".join(f"step_{i} = run({i})\n" for i in range(200)) + "```\n"
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    ingest.vault.write("Long.md", long_fence)
+    await ingest.sync()
+    async with ingest.db.pool.acquire() as connection:
+        # As an index from before windows left it: the fence one chunk, the chunking version 1.
+        await connection.execute("UPDATE chunking SET version = 1")
+        await connection.execute(
+            "DELETE FROM vault_chunks WHERE chunk_index > 0 AND file_id = (SELECT id FROM vault_files WHERE path = $1)",
+            "Long.md",
+        )
+    windows = len(await chunks_of(ingest, "Long.md"))
+    before = len(ingest.embedded_texts())
+
+    events = await ingest.sync()
+    outcomes = {path: done.outcome for path, done in files(events).items()}
+    assert outcomes == {"Architecture.md": pb.FILE_OUTCOME_UPDATED, "Long.md": pb.FILE_OUTCOME_UPDATED}
+    assert len(await chunks_of(ingest, "Long.md")) > windows
+    embedded = ingest.embedded_texts()[before:]
+    assert embedded and all("step_" in text for text in embedded), "the unchanged note's vectors were kept"
+
+    again = await ingest.sync()
+    assert {done.outcome for done in files(again).values()} == {pb.FILE_OUTCOME_UNCHANGED}
+
+
 async def test_two_syncs_never_run_at_once(ingest: Ingest) -> None:
     for i in range(20):
         ingest.vault.write(f"Note {i}.md", f"# Note {i}\n\nSome text about {i}.\n")

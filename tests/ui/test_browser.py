@@ -323,6 +323,76 @@ async def test_search_and_index_status_pages(gateway: Gateway, page: Page) -> No
     await expect(hits).to_have_count(0)
 
 
+CALENDAR = """# Sowing calendar
+
+| month | sow or plant |
+| ------------ | ------------------------------------------ |
+| March        | sow broad beans outdoors                   |
+| June         | sow French beans; plant courgettes         |
+
+- Ask [[People/Marta|Marta]] for the courgette seedlings she grows
+  on her windowsill every spring.
+- Order the seed potatoes in January.
+
+The beans go in the bed by the fence,
+where they had sun all last summer.
+"""
+
+
+@pytest.mark.timeout(180)
+async def test_tables_lists_and_wikilinks_render_in_snippets_and_in_the_passage(gateway: Gateway, page: Page) -> None:
+    """Found by a user: snippets flattened a table to `| month | ... |---|` and a list into one line; the passage
+    panel showed raw `[[links]]`. Both show the note as Obsidian renders it."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    gateway.chat.write("Areas/Calendar.md", CALENDAR)
+    # Notes hard-wrapped in an editor: the vault's Obsidian settings join the lines of a paragraph.
+    gateway.chat.write(".obsidian/app.json", '{"strictLineBreaks": true}')
+    await gateway.chat.ingest()
+    hits = page.get_by_test_id("hit")
+
+    # A match in a table row: the row, under its table's header, the match highlighted in its cell.
+    await page.get_by_label("Search", exact=True).fill("French")
+    await page.get_by_role("button", name="Search").click()
+    snippet = hits.filter(has_text="Areas/Calendar.md").locator(".snippet")
+    await expect(snippet.locator("th")).to_have_text(["month", "sow or plant"])
+    await expect(snippet.locator("td")).to_have_text(["June", "sow French beans; plant courgettes"])
+    await expect(snippet.locator("td mark")).to_have_text("French")
+    assert "|" not in await snippet.inner_text() and "---" not in await snippet.inner_text()
+    await page.screenshot(path=SCREENSHOTS / "search-snippet-table.png")
+
+    # A match in a list item: the item as a list, its wrapped line joined, the wikilink as the words Obsidian shows.
+    await page.get_by_label("Search", exact=True).fill("windowsill")
+    await page.get_by_role("button", name="Search").click()
+    snippet = hits.filter(has_text="Areas/Calendar.md").locator(".snippet")
+    await expect(snippet.locator("li")).to_have_text(
+        "Ask Marta for the courgette seedlings she grows on her windowsill every spring."
+    )
+    await expect(snippet.locator("li .wikilink")).to_have_text("Marta")
+    await expect(snippet.locator("li mark")).to_have_text("windowsill")
+    await page.screenshot(path=SCREENSHOTS / "search-snippet-list.png")
+
+    # The passage panel renders the same note: a table, a list, a wikilink, never their markdown.
+    gateway.chat.llm.script.push(Reply(deltas=["Sow French beans in June [1]."]))
+    await page.get_by_role("button", name="Open chat").click()
+    await ask(page, "When do I sow French beans?")
+    answer = page.get_by_test_id("answer").last
+    await expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=15_000)
+    await answer.locator("button.cite").first.click()
+    passage = page.get_by_role("dialog", name="Passage 1")
+    await expect(passage).to_contain_text("Areas/Calendar.md")
+    text = passage.locator(".passage-text")
+    await expect(text.locator("th")).to_have_text(["month", "sow or plant"])
+    await expect(text.locator("tbody tr")).to_have_count(2)
+    await expect(text.locator("li")).to_have_count(2)
+    await expect(text.locator(".wikilink")).to_have_text("Marta")
+    for markdown in ("|", "[[", "- "):
+        assert markdown not in await text.inner_text()
+    wrapped = text.locator("p", has_text="The beans go in the bed")
+    await expect(wrapped).to_have_css("white-space", "normal")
+    assert "\n" not in await wrapped.inner_text(), "the wrapped line is joined"
+    await page.screenshot(path=SCREENSHOTS / "passage-table-list-wikilink.png")
+
+
 async def test_a_service_that_is_down_is_said_plainly(gateway: Gateway, page: Page) -> None:
     await gateway.chat.stop_chat()
     await page.get_by_role("button", name="Open chat").click()

@@ -235,23 +235,22 @@ function remarkMarks() {
   };
 }
 
-// A snippet is a piece of a line, so a "# ", "- " or "1. " at its start is the note's text, not a heading or a list.
-export function snippetMarkdown(snippet: string): string {
-  return snippet.replace(/^(\s*)(#|>|[-+*] |\d+[.)] )/, (_, space: string, marker: string) =>
-    /^\d/.test(marker) ? space + marker.replace(/([.)])/, "\\$1") : `${space}\\${marker}`,
-  );
-}
+// A search snippet: the block of a note around its match (a paragraph, a list item, a table row under its header, a
+// line of code), as the search service shaped it from the note, its matched words highlighted. Rendered as the note
+// renders, with only the elements a snippet can hold: no headings, images or links out.
+const SNIPPET_ELEMENTS = [
+  "p", "strong", "em", "code", "del", "mark", "span", "ul", "ol", "li", "blockquote",
+  "table", "thead", "tbody", "tr", "th", "td",
+];
 
-// A search snippet: one line of a note as it is written, its matched words highlighted; inline markdown only (a
-// heading or list marker at its start stays a line of text, links keep their words).
 export function Snippet({ text, highlights }: { text: string; highlights: readonly Highlight[] }) {
   return (
     <ReactMarkdown
       remarkPlugins={[remarkGfm, remarkMarks, remarkWikilinks]}
-      allowedElements={["strong", "em", "code", "del", "mark", "span"]}
+      allowedElements={SNIPPET_ELEMENTS}
       unwrapDisallowed
     >
-      {snippetMarkdown(withMarks(text, highlights))}
+      {withMarks(text, highlights)}
     </ReactMarkdown>
   );
 }

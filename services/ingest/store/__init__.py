@@ -7,7 +7,7 @@ clears the old vectors in the same transaction that records the new model); sync
 a queued file is claimed by one worker at a time, and taken over when its claim outlives its lease.
 """
 
-from secondbrain.ingest.store.index_settings import ensure_text_search_config, switch_model
+from secondbrain.ingest.store.index_settings import ensure_chunking, ensure_text_search_config, switch_model
 from secondbrain.ingest.store.notes import (
     ChunkRow,
     IndexedFile,
@@ -52,6 +52,7 @@ __all__ = [
     "claim",
     "delete_notes",
     "enqueue",
+    "ensure_chunking",
     "ensure_text_search_config",
     "existing_vectors",
     "fetch_file",

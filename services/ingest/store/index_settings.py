@@ -1,6 +1,6 @@
 """What every stored row was made with: the embedding model of the vectors, the text search configuration of the
-tsvectors. Changing either rewrites what depends on it, in the same transaction, so nothing stored is ever compared
-with what another setting made."""
+tsvectors, the chunker's version of the chunks. Changing one rewrites (or marks for rewriting) what depends on it, in
+the same transaction, so nothing stored is ever compared with what another setting made."""
 
 from __future__ import annotations
 
@@ -41,4 +41,26 @@ async def ensure_text_search_config(connection: asyncpg.Connection, name: str) -
             return False
         await connection.execute("UPDATE search_config SET text_search_config = $1::regconfig", name)
         await connection.execute("SELECT secondbrain_rebuild_lexical_index()")
+    return True
+
+
+async def ensure_chunking(connection: asyncpg.Connection, version: int) -> bool:
+    """Record the chunker's `version`; when the index was chunked by another, mark every indexed note pending, so
+    the sync reads and chunks it again (an index from before versions were recorded was chunked by version 1).
+    Returns whether it changed."""
+    async with connection.transaction():
+        current = await connection.fetchval("SELECT version FROM chunking FOR UPDATE")
+        if current == version:
+            return False
+        has_notes = await connection.fetchval("SELECT EXISTS (SELECT 1 FROM vault_files)")
+        await connection.execute(
+            """
+            INSERT INTO chunking (singleton, version) VALUES (true, $1)
+            ON CONFLICT (singleton) DO UPDATE SET version = EXCLUDED.version, updated_at = now()
+            """,
+            version,
+        )
+        if not has_notes:
+            return False
+        await connection.execute("UPDATE vault_files SET status = 'pending' WHERE status = 'indexed'")
     return True

@@ -63,6 +63,8 @@ VECTOR_ONLY_FLOOR = 0.45
 # ts_headline marks matches with characters that do not occur in notes (Unicode private use), so that a note's own
 # `**bold**` is never mistaken for a match; note search turns them into highlight ranges (`NoteHit.highlights`).
 MATCH_START, MATCH_STOP = "\ue000", "\ue001"
+# A note found by its path alone has no matching chunk; its snippet is cut from the start of its body.
+SOURCE_CHARS = 4_000
 _HEADLINE_OPTIONS = (
     f'StartSel={MATCH_START}, StopSel={MATCH_STOP}, MaxWords=20, MinWords=8, MaxFragments=2, FragmentDelimiter=" … "'
 )
@@ -153,12 +155,12 @@ def _vector_ctes(p: Params, vector: np.ndarray, filters: Filters, depth: int) ->
 
 
 # Every statement returns the same columns, which note search turns into a NoteHit: contains (the lexical arm found
-# the note: it holds the query's words, or its text), headline (ts_headline, matches
-# between MATCH_START and MATCH_STOP) and around (a window around the first occurrence of the typed text) are NULL
-# where the lexical arm did not match; chunk (the vector arm's best chunk) is NULL where the vector arm did not.
-# Where the lexical arm matched, both come from the note's best matching chunk (`matched`), and so does the heading
-# path, so a hit's label is the section its snippet is from; the whole body only when no chunk holds a match (a
-# note found by its path).
+# the note: it holds the query's words, or its text), headline (ts_headline, matches between MATCH_START and
+# MATCH_STOP) and source (the text the headline is from, which the snippet is cut from) are NULL where the lexical arm
+# did not match; chunk (the vector arm's best chunk) is NULL where the vector arm did not. Where the lexical arm
+# matched, both come from the note's best matching chunk (`matched`), and so does the heading path, so a hit's label
+# is the section its snippet is from; the start of the body only when no chunk holds a match (a note found by its
+# path).
 def _matched_chunk() -> str:
     """A LATERAL subquery `matched` (heading_path, text): the chunk of note `f` that best matches the query, its text
     without the `Title > Heading` line ingest writes before a blank line."""
@@ -180,12 +182,10 @@ def _snippet_columns(p: Params, lexical_matched: str, vector_heading: str) -> st
            CASE WHEN {lexical_matched} THEN coalesce(matched.heading_path, '{{}}') ELSE {vector_heading} END
                AS heading_path,
            CASE WHEN {lexical_matched}
-                THEN ts_headline(secondbrain_ts_config(), coalesce(matched.text, f.body), q.tsq, {options})
+                THEN ts_headline(secondbrain_ts_config(), coalesce(matched.text, left(f.body, {SOURCE_CHARS})), q.tsq,
+                                 {options})
            END AS headline,
-           CASE WHEN {lexical_matched} AND q.pattern IS NOT NULL
-                THEN substr(coalesce(matched.text, f.body),
-                            greatest(strpos(lower(coalesce(matched.text, f.body)), lower(q.needle)) - 200, 1),
-                            400 + length(q.needle)) END AS around"""
+           CASE WHEN {lexical_matched} THEN coalesce(matched.text, left(f.body, {SOURCE_CHARS})) END AS source"""
 
 
 def lexical_notes_statement(text: str, filters: Filters, limit: int) -> Statement:
@@ -207,7 +207,7 @@ def vector_notes_statement(vector: np.ndarray, filters: Filters, limit: int) -> 
     return p.statement(f"""
     WITH {ctes}
     SELECT f.path, f.title, f.tags, (1 - v.distance)::float8 AS score, false AS contains,
-           v.heading_path, v.content AS chunk, NULL::text AS headline, NULL::text AS around
+           v.heading_path, v.content AS chunk, NULL::text AS headline, NULL::text AS source
     FROM vector_ranked v JOIN vault_files f ON f.id = v.id
     ORDER BY v.rank""")
 

@@ -3,6 +3,7 @@ it by."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 from secondbrain.chat.citations import check_citations
@@ -32,7 +33,7 @@ def search_results(response: pb.SearchResponse, query: str) -> str:
         related = "  [related by meaning]" if not hit.contains_query else ""
         lines.append(f"{number}. {hit.path}: {hit.title}{where}{tags}{related}")
         if hit.snippet:
-            lines.append(f"   {hit.snippet}")
+            lines.append(textwrap.indent(hit.snippet, "   "))
     if response.vector_arm_skipped_reason:
         lines.append(f"(Matched by words only: {response.vector_arm_skipped_reason}.)")
     return "\n".join(lines)

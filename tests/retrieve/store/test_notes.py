@@ -44,7 +44,8 @@ async def test_substring_finds_part_of_a_word_and_a_path_fragment(pool: asyncpg.
     assert await paths(pool, "netes-mig") == ["Projects/Kubernetes-migration.md"]
     [hit] = (await search(pool, "USTERS")).hits
     assert hit.path == "Projects/Kubernetes-migration.md"
-    assert hit.snippet == "We moved the clusters." and hit.highlights == [(15, 21)]  # "usters"
+    # The paragraph with its wrap joined, "usters" marked inside "clusters".
+    assert hit.snippet == "We moved the clusters. Nothing else happened." and hit.highlights == [(15, 21)]
     assert hit.heading_path == []
 
 

@@ -36,10 +36,13 @@ export function obsidianUrl(vaultName: string, notePath: string): string {
 export function PassageView({
   passage,
   vaultName,
+  joinLines = false,
   onClose,
 }: {
   passage: Passage;
   vaultName?: string;
+  // The vault's Obsidian setting "Strict line breaks": a paragraph's single line breaks are joined.
+  joinLines?: boolean;
   onClose: () => void;
 }) {
   const panel = useRef<HTMLElement>(null);
@@ -72,7 +75,7 @@ export function PassageView({
           </a>
         ) : null}
       </div>
-      <div className="passage-text md">
+      <div className={joinLines ? "passage-text md joined-lines" : "passage-text md"}>
         <Markdown text={passage.text} />
       </div>
     </aside>

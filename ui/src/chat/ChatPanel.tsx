@@ -111,6 +111,8 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
   const [agentChoice, setAgentChoice] = useState<boolean>();
   const [drawerOpen, setDrawerOpen] = useState(false);
   const [vaultName, setVaultName] = useState<string>();
+  // The vault's Obsidian "Strict line breaks": a passage's hard-wrapped lines are joined, as Obsidian shows them.
+  const [strictLineBreaks, setStrictLineBreaks] = useState(false);
   const abort = useRef<AbortController | undefined>(undefined);
   const bottom = useRef<HTMLDivElement>(null);
 
@@ -145,7 +147,10 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
     // For "Open in Obsidian"; without it (no sync yet, the ingest service down) the link is left out.
     ingest
       .getIndexStatus({})
-      .then((status) => setVaultName(vaultNameOf(status.vaultPath) || undefined))
+      .then((status) => {
+        setVaultName(vaultNameOf(status.vaultPath) || undefined);
+        setStrictLineBreaks(status.strictLineBreaks);
+      })
       .catch(() => setVaultName(undefined));
   }, [fail, refreshList]);
 
@@ -465,7 +470,12 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
           )}
         </form>
       </section>
-      {passage ? <PassageView passage={passage} vaultName={vaultName} onClose={closePassage} /> : null}
+      {passage ? <PassageView
+          passage={passage}
+          vaultName={vaultName}
+          joinLines={strictLineBreaks}
+          onClose={closePassage}
+        /> : null}
       {settingsOpen && options && settings ? (
         <SettingsModal
           options={options}

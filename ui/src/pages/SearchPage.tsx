@@ -119,11 +119,11 @@ export function SearchPage() {
                   ) : null}
                 </div>
                 {hit.headingPath.length ? <div className="heading-path">{hit.headingPath.join(" › ")}</div> : null}
-                <p className="snippet">
+                <div className="snippet md">
                   <Suspense fallback={hit.snippet}>
                     <Snippet text={hit.snippet} highlights={hit.highlights} />
                   </Suspense>
-                </p>
+                </div>
                 {hit.tags.length ? <div className="tags">{hit.tags.map((t) => `#${t}`).join(" ")}</div> : null}
               </li>
             ))}

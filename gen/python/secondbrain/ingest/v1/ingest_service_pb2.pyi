@@ -522,6 +522,7 @@ class GetIndexStatusResponse(_message.Message):
     LAST_SYNC_FIELD_NUMBER: _builtins.int
     VAULT_PATH_FIELD_NUMBER: _builtins.int
     FILES_FIELD_NUMBER: _builtins.int
+    STRICT_LINE_BREAKS_FIELD_NUMBER: _builtins.int
     notes: _builtins.int
     """Notes stored."""
     chunks: _builtins.int
@@ -532,6 +533,11 @@ class GetIndexStatusResponse(_message.Message):
     """Notes that failed to index."""
     vault_path: _builtins.str
     """The vault the last sync read."""
+    strict_line_breaks: _builtins.bool
+    """Whether the vault's Obsidian settings join the single line breaks inside
+    a paragraph ("Strict line breaks", for hard-wrapped notes); false, as in
+    Obsidian by default, shows each as a line break.
+    """
     @_builtins.property
     def embedding_model(self) -> Global___EmbeddingModel:
         """The model the vectors were made with; unset before the first sync."""
@@ -555,10 +561,11 @@ class GetIndexStatusResponse(_message.Message):
         last_sync: _timestamp_pb2.Timestamp | None = ...,
         vault_path: _builtins.str = ...,
         files: _abc.Iterable[Global___FileStatus] | None = ...,
+        strict_line_breaks: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["embedding_model", b"embedding_model", "last_sync", b"last_sync"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "embedded_chunks", b"embedded_chunks", "embedding_model", b"embedding_model", "failed_notes", b"failed_notes", "files", b"files", "last_sync", b"last_sync", "notes", b"notes", "vault_path", b"vault_path"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "embedded_chunks", b"embedded_chunks", "embedding_model", b"embedding_model", "failed_notes", b"failed_notes", "files", b"files", "last_sync", b"last_sync", "notes", b"notes", "strict_line_breaks", b"strict_line_breaks", "vault_path", b"vault_path"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
