@@ -23,6 +23,7 @@ from secondbrain.chat.turn_events import Delta, Done, Error, Sources, TurnEvent
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.errors import ResourceExhausted, Unavailable
+from secondbrain.llm.answer_text import gist
 from secondbrain.service.convert import ROLE_VALUES, timestamp
 from secondbrain.service.error_mapping import status_for
 from secondbrain.service.history import history_from
@@ -111,6 +112,7 @@ def conversation_message(row: store.ConversationRow, messages: list[store.Messag
         update_time=timestamp(row.updated_at),
         message_count=row.message_count,
         messages=[message_to_proto(m) for m in messages or []],
+        preview=gist(row.first_answer),
     )
 
 

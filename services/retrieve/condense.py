@@ -26,7 +26,8 @@ from typing import Any, Literal
 from secondbrain.config import Config
 from secondbrain.errors import ConfigError, SecondbrainError
 from secondbrain.llm import EXTRACTIVE, ChatMessage, ChatProvider, ChatRequest, ProviderCatalog, complete_json
-from secondbrain.llm.extractive import quoted_only, terms
+from secondbrain.llm.answer_text import answer_words
+from secondbrain.llm.extractive import terms
 from secondbrain.llm.structured import MalformedReply
 from secondbrain.llm.tokens import fit_history, truncate_to_tokens
 
@@ -133,25 +134,11 @@ def with_earlier_turns(message: str, history: Sequence[ChatMessage]) -> PlannedQ
     0.80 (Rust by Example); the joined query alone, or only the earlier questions without their answers, less.
     """
     recent = [m for m in history if m.content.strip()][-2 * FALLBACK_EXCHANGES :]
-    parts = [m.content if m.role == "user" else _cut(_answer_words(m.content), FALLBACK_ANSWER_TOKENS) for m in recent]
+    parts = [m.content if m.role == "user" else _cut(answer_words(m.content), FALLBACK_ANSWER_TOKENS) for m in recent]
     parts = [part for part in parts if part.strip()]
     if not parts:
         return None
     return PlannedQuery(_clean(" ".join([*parts, message])), "with_history")
-
-
-# An answer's citation markers ([1], [2, 3]), block-quote markers, bold (`**Worktop**`; not `__`, which is also
-# code's, as in `__init__`) and fence lines: numbers and punctuation, not its subject, and shown raw in the plan.
-_CITATIONS = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
-_QUOTE_MARKERS = re.compile(r"^\s*>+", re.MULTILINE)
-_EMPHASIS = re.compile(r"\*{2,}|^\s*(?:```|~~~)\S*\s*$", re.MULTILINE)
-
-
-def _answer_words(answer: str) -> str:
-    """What an earlier answer says about its subject: without the quoting provider's own sentences ("No language
-    model is configured, ...", which would otherwise be searched as the conversation), citation markers and the
-    markdown's own marks."""
-    return quoted_only(_EMPHASIS.sub(" ", _QUOTE_MARKERS.sub(" ", _CITATIONS.sub("", answer))))
 
 
 def _key(text: str) -> str:

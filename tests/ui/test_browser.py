@@ -153,7 +153,12 @@ async def test_ask_cite_change_persona_and_find_the_conversation_after_a_reload(
     # Under the day they last changed, so look-alike titles are told apart by when.
     await expect(page.locator("nav.conversations .day h3")).to_have_text(["Today"])
     await expect(conversations.first).to_contain_text("And the soil?")
-    await page.get_by_role("button", name=QUESTION).click()
+    # Each with the first words of its first answer, plain (no [1]), so look-alike titles are told apart by what.
+    await expect(conversations.locator(".preview")).to_have_text(
+        ["Mornings, lad.", "Every morning before nine, and the basil less often."]
+    )
+    await page.screenshot(path=SCREENSHOTS / "conversation-list.png")
+    await page.get_by_role("button", name=re.compile(f"^{re.escape(QUESTION)}")).click()
     restored = page.get_by_test_id("answer").last
     await expect(restored).to_contain_text("Every morning before nine")
     await expect(restored.locator("button.cite")).to_have_count(1)

@@ -12,6 +12,8 @@ import asyncpg
 
 from secondbrain.chat.store.sql import STATEMENT_TIMEOUT, set_clause
 
+# Enough of the first answer for its gist after the quoting provider's preamble and quote marks are taken out.
+FIRST_ANSWER_CHARS = 1_000
 # The columns of chat_conversations a person can change.
 CONVERSATION_COLUMNS = ("title", "persona_id")
 
@@ -24,17 +26,27 @@ class ConversationRow:
     created_at: datetime
     updated_at: datetime
     message_count: int
+    # The start of its first answer, as written (the list shows its gist); '' before one is written.
+    first_answer: str = ""
 
 
-_CONVERSATION_SELECT = """
+_CONVERSATION_SELECT = f"""
     c.id, c.title, c.persona_id, c.created_at, c.updated_at,
-    (SELECT count(*) FROM chat_messages m WHERE m.conversation_id = c.id)::int AS message_count
+    (SELECT count(*) FROM chat_messages m WHERE m.conversation_id = c.id)::int AS message_count,
+    (SELECT left(m.content, {FIRST_ANSWER_CHARS}) FROM chat_messages m
+     WHERE m.conversation_id = c.id AND m.role = 'assistant' AND m.content <> '' ORDER BY m.id LIMIT 1) AS first_answer
 """
 
 
 def _conversation(row: asyncpg.Record) -> ConversationRow:
     return ConversationRow(
-        row["id"], row["title"], row["persona_id"], row["created_at"], row["updated_at"], row["message_count"]
+        row["id"],
+        row["title"],
+        row["persona_id"],
+        row["created_at"],
+        row["updated_at"],
+        row["message_count"],
+        row["first_answer"] or "",
     )
 
 

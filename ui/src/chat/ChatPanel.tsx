@@ -343,7 +343,8 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
                     />
                   ) : (
                     <button className="title" onClick={() => open(c.id)}>
-                      {c.title || "Untitled"}
+                      <span className="name">{c.title || "Untitled"}</span>
+                      {c.preview ? <span className="preview">{c.preview}</span> : null}
                     </button>
                   )}
                   <span className="item-actions">

@@ -568,6 +568,7 @@ class Conversation(_message.Message):
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
     MESSAGE_COUNT_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
+    PREVIEW_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """The conversation id."""
     title: _builtins.str
@@ -576,6 +577,11 @@ class Conversation(_message.Message):
     """The persona id; empty for the default assistant."""
     message_count: _builtins.int
     """How many messages it holds."""
+    preview: _builtins.str
+    """The first words of its first answer, as plain text (without citations,
+    markdown or the quoting provider's own sentences): what it is about, at a
+    glance. Empty before an answer is written.
+    """
     @_builtins.property
     def create_time(self) -> _timestamp_pb2.Timestamp:
         """When it started."""
@@ -598,10 +604,11 @@ class Conversation(_message.Message):
         update_time: _timestamp_pb2.Timestamp | None = ...,
         message_count: _builtins.int = ...,
         messages: _abc.Iterable[Global___Message] | None = ...,
+        preview: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "id", b"id", "message_count", b"message_count", "messages", b"messages", "persona_id", b"persona_id", "title", b"title", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "id", b"id", "message_count", b"message_count", "messages", b"messages", "persona_id", b"persona_id", "preview", b"preview", "title", b"title", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
