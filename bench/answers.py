@@ -1,5 +1,5 @@
 """The answers themselves, not only the retrieval under them: `secondbrain eval --answers` on each vault's own
-questions (the demo vault, Obsidian Help, Rust by Example), with no API key, so the quoting provider answers through a
+questions (the demo vault, Obsidian Help, Rust by Example) and on the two blind sets, with no API key, so the quoting provider answers through a
 chat service started in the process, as on a fresh install. Written to docs/benchmarks.md. Uses the data directories
 of bench/vault_questions.py (an index already built there is reused)."""
 
@@ -19,9 +19,9 @@ from secondbrain.evaluation.run import Report
 KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "TOGETHER_API_KEY", "OPENROUTER_API_KEY", "OLLAMA_URL")
 
 
-async def measure(name: str, vault: os.PathLike[str], questions: os.PathLike[str]) -> Report:
+async def measure(data: str, vault: os.PathLike[str], questions: os.PathLike[str]) -> Report:
     os.environ.pop("DATABASE_URL", None)
-    os.environ["SECONDBRAIN_DATA_DIR"] = str(DATA_DIR / name.replace(" ", "-").lower())
+    os.environ["SECONDBRAIN_DATA_DIR"] = str(DATA_DIR / data)
     os.environ["SECONDBRAIN_VAULT"] = str(vault)
     return await run_eval(
         load_config(), qa=questions, vault=vault, beir=None, split="test", arms=["hybrid"], limit=None,
@@ -43,14 +43,14 @@ async def main() -> None:
     for variable in KEY_VARIABLES:
         os.environ.pop(variable, None)
     rows, providers = [], set()
-    for name, vault, questions in VAULTS:
-        report = await measure(name, vault, questions)
+    for name, data, vault, questions in VAULTS:
+        report = await measure(data, vault, questions)
         assert report.answers is not None
         providers.add(report.answers.provider)
         rows.append(_row(f"**{name}**", report.answers.overall))
         rows += [_row(f"{name}: {kind}", scores) for kind, scores in report.answers.per_kind.items()]
     body = "\n".join([
-        "Each vault's own questions asked through the chat service (ChatService.Answer, a follow-up with its "
+        "Each vault's own questions, and the blind sets (written from the notes alone, never tuned on), asked through the chat service (ChatService.Answer, a follow-up with its "
         f"history), with no API key: the answers are the quoting provider's ({', '.join(sorted(providers))}). Per "
         "answer: does it cite a passage of an expected note, does it cite only expected notes, and does it contain "
         "the question's `answer_hint` (words a right answer contains, written from the note; in brackets, how many "
