@@ -1,7 +1,8 @@
 """The answers themselves, not only the retrieval under them: `secondbrain eval --answers` on each vault's own
-questions (the demo vault, Obsidian Help, Rust by Example) and on the two blind sets, with no API key, so the quoting provider answers through a
-chat service started in the process, as on a fresh install. Written to docs/benchmarks.md. Uses the data directories
-of bench/vault_questions.py (an index already built there is reused)."""
+questions (the demo vault, Obsidian Help, Rust by Example) and on the two blind sets, with no API key, so the quoting
+provider answers through a chat service started in the process, as on a fresh install. Written to
+docs/benchmarks.md. Uses the data directories of bench/vault_questions.py (an index already built there is
+reused)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ async def main() -> None:
         rows.append(_row(f"**{name}**", report.answers.overall))
         rows += [_row(f"{name}: {kind}", scores) for kind, scores in report.answers.per_kind.items()]
     body = "\n".join([
-        "Each vault's own questions, and the blind sets (written from the notes alone, never tuned on), asked through the chat service (ChatService.Answer, a follow-up with its "
+        "Each vault's own questions, and the blind sets (written from the notes alone, never tuned on), asked "
+        "through the chat service (ChatService.Answer, a follow-up with its "
         f"history), with no API key: the answers are the quoting provider's ({', '.join(sorted(providers))}). Per "
         "answer: does it cite a passage of an expected note, does it cite only expected notes, and does it contain "
         "the question's `answer_hint` (words a right answer contains, written from the note; in brackets, how many "

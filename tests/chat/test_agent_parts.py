@@ -10,6 +10,7 @@ from secondbrain.chat.agent import CUT_NOTE, TurnPassages, _HeldText, fit
 from secondbrain.llm.tokens import count_tokens
 from secondbrain.note_tools import Found
 from secondbrain.note_tools.formatting import passages as passages_text
+from secondbrain.note_tools.registry import without_filler
 from secondbrain.v1 import retrieval_pb2 as common
 
 
@@ -84,3 +85,14 @@ def test_a_steps_text_is_held_until_it_is_an_answer() -> None:
 
     long = _HeldText()
     assert long.add("x" * 239) == "" and long.add("y") == "x" * 239 + "y"
+
+
+def test_filler_passages_are_left_out_but_linked_notes_and_reranked_lists_are_not() -> None:
+    def passage(number: int, fused: float, **fields: object) -> common.Passage:
+        return common.Passage(number=number, note_path=f"n{number}.md", fused_score=fused, **fields)
+
+    found = [passage(1, 0.5), passage(2, 0.2), passage(3, 0.149), passage(4, 0.0, via_link=True)]
+    assert [p.number for p in without_filler(found)] == [1, 2, 4]
+    reranked = [passage(1, 0.5, rerank_score=-1.0), passage(2, 0.01, rerank_score=-3.0)]
+    assert without_filler(reranked) == reranked
+    assert without_filler([]) == []

@@ -158,7 +158,7 @@ async def test_ask_cite_change_persona_and_find_the_conversation_after_a_reload(
         ["Mornings, lad.", "Every morning before nine, and the basil less often."]
     )
     await page.screenshot(path=SCREENSHOTS / "conversation-list.png")
-    await page.get_by_role("button", name=re.compile(f"^{re.escape(QUESTION)}")).click()
+    await page.get_by_role("button", name=QUESTION).click()
     restored = page.get_by_test_id("answer").last
     await expect(restored).to_contain_text("Every morning before nine")
     await expect(restored.locator("button.cite")).to_have_count(1)

@@ -342,9 +342,18 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
                       }}
                     />
                   ) : (
-                    <button className="title" onClick={() => open(c.id)}>
+                    <button
+                      className="title"
+                      onClick={() => open(c.id)}
+                      aria-label={c.title || "Untitled"}
+                      aria-describedby={c.preview ? `preview-${c.id}` : undefined}
+                    >
                       <span className="name">{c.title || "Untitled"}</span>
-                      {c.preview ? <span className="preview">{c.preview}</span> : null}
+                      {c.preview ? (
+                        <span className="preview" id={`preview-${c.id}`}>
+                          {c.preview}
+                        </span>
+                      ) : null}
                     </button>
                   )}
                   <span className="item-actions">
