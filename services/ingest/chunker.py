@@ -31,9 +31,10 @@ from markdown_it import MarkdownIt
 from secondbrain import block_windows
 from secondbrain.ingest.note import ParsedNote
 
-# The version of how notes are cut into chunks: raise it whenever the same note would chunk differently, and the next
-# sync reads every note again (keeping the vectors of unchanged chunks). 2: long fences and tables in windows.
-CHUNKING = 2
+# The version of what ingest makes of a note's text, its chunks and what is stored with them: raise it whenever the
+# same note would be stored differently, and the next sync reads every note again (keeping the vectors of unchanged
+# chunks). 2: long fences and tables in windows. 3: dates of notes and passages (secondbrain.ingest.note_dates).
+CHUNKING = 3
 
 # Reference point from the design: a 512-token encoder gets ~400-token chunks with 60 tokens of overlap.
 _REFERENCE_WINDOW = 512

@@ -202,5 +202,6 @@ async def run_status(config: Config, *, files: bool, address: str | None, as_jso
         state = STATE_NAMES[file.state]
         if not files and state == "indexed":
             continue
-        line = f"{state:<8} {file.path} ({file.chunks} chunks)"
+        dated = f", dated {file.date} by its {file.date_source}" if files and file.date else ""
+        line = f"{state:<8} {file.path} ({file.chunks} chunks{dated})"
         console.print(line + (f": {file.reason}" if file.reason else ""), markup=False)

@@ -23,6 +23,7 @@ from secondbrain.ingest.chunker import Chunk, ChunkBudget, chunk_note
 from secondbrain.ingest.enrich import Contextualizer
 from secondbrain.ingest.events import FileDone, Outcome, Totals
 from secondbrain.ingest.note import ParsedNote, parse_note
+from secondbrain.ingest.note_dates import DateSpan, note_date, passage_date
 from secondbrain.ingest.vault_walk import VaultFile, read_note_text
 from secondbrain.vault_files import OutsideVault
 
@@ -65,6 +66,7 @@ class PreparedNote:
     warnings: list[str] = field(default_factory=list)
     embed_error: str = ""
     embedded: int = 0
+    date: DateSpan | None = None
 
     def embed_text(self, position: int) -> str:
         context = self.contexts[position]
@@ -88,6 +90,7 @@ class PreparedNote:
             status="indexed" if embedded else "pending",
             status_reason="" if embedded else f"not embedded yet: {self.embed_error}",
             links=note.links,
+            date=self.date,
             chunks=[
                 store.ChunkRow(
                     index=chunk.index,
@@ -98,6 +101,7 @@ class PreparedNote:
                     context=self.contexts[position],
                     token_count=chunk.token_count,
                     embedding=self.vectors[position],
+                    date=passage_date(chunk.heading_path, self.date) if self.date else None,
                 )
                 for position, chunk in enumerate(self.chunks)
             ],
@@ -124,10 +128,12 @@ class NoteIndexer:
         warnings = list(note.warnings)
         if not chunks:
             warnings.append("the note has no text to index")
+        modified = store.to_datetime(mtime)
         return PreparedNote(
             note=note,
             chunks=chunks,
-            mtime=store.to_datetime(mtime),
+            date=note_date(path, note.frontmatter, modified, warnings),
+            mtime=modified,
             size=size,
             is_new=is_new,
             contexts=[""] * len(chunks),

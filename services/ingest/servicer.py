@@ -91,6 +91,8 @@ def status_response(status: store.IndexStatus) -> pb.GetIndexStatusResponse:
                 reason=row.reason,
                 chunks=row.chunks,
                 indexed_at=timestamp(row.indexed_at),
+                date=row.date,
+                date_source=row.date_source,
             )
             for row in status.files
         ],

@@ -46,6 +46,14 @@ async def test_ingest_in_process_prints_progress_and_a_summary(vault: Vault, cli
     assert "Notes: 2" in stdout
     assert "openai:text-embedding-3-small (1536-d)" in stdout
 
+    # Each note's date and what it was read from (Architecture's front matter has none: its modification time).
+    vault.write("Journal/2026-01-20.md", "# Journal\n\nMeasured the wall.\n")
+    await run_secondbrain("ingest", str(vault.root), env=cli_env)
+    code, stdout, stderr = await run_secondbrain("status", "--files", env=cli_env)
+    assert code == 0, stderr
+    assert "Journal/2026-01-20.md (1 chunks, dated 2026-01-20 by its file name)" in stdout, stdout
+    assert "Architecture.md (" in stdout and "by its modification time)" in stdout
+
 
 async def test_a_sync_prints_ten_warnings_and_counts_the_rest(vault: Vault, cli_env: dict[str, str]) -> None:
     for number in range(13):

@@ -297,6 +297,49 @@ async def test_an_index_chunked_by_another_version_is_chunked_again_keeping_its_
     assert {done.outcome for done in files(again).values()} == {pb.FILE_OUTCOME_UNCHANGED}
 
 
+async def test_notes_and_passages_are_dated_from_the_notes_and_the_status_says_by_what(ingest: Ingest) -> None:
+    ingest.vault.write("Journal/2026-01-20.md", "# Journal 2026-01-20\n\nMeasured the kitchen wall.\n")
+    ingest.vault.write("Plan.md", "---\ncreated: 2026-02-03\n---\n# Plan\n\nThe first plan.\n")
+    ingest.vault.write(
+        "Log.md",
+        "# Log\n\nA running log.\n\n## 20 January 2026\n\nChose quartz.\n\n## 2026-03-02\n\nTiles ordered.\n",
+    )
+    ingest.vault.write("Bad date.md", "---\ndate: someday\n---\n# Bad date\n\nText.\n")
+    undated = ingest.vault.write("Undated.md", "# Undated\n\nNo date anywhere.\n")
+    os.utime(undated, (1_767_225_600, 1_767_225_600))  # 2026-01-01 00:00 UTC
+    done = files(await ingest.sync())
+    # A bad date is a warning for its file, which is indexed all the same.
+    assert done["Bad date.md"].outcome == pb.FILE_OUTCOME_ADDED
+    assert any("front matter date: 'someday' is not a date" in w for w in done["Bad date.md"].warnings)
+
+    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
+    dates = {f.path: (f.date, f.date_source) for f in status.files}
+    assert dates["Journal/2026-01-20.md"] == ("2026-01-20", "file name")
+    assert dates["Plan.md"] == ("2026-02-03", "front matter created")
+    assert dates["Undated.md"] == ("2026-01-01", "modification time")
+    async with ingest.db.pool.acquire() as connection:
+        log = await connection.fetch(
+            """SELECT c.heading_path, c.date_start, c.date_source FROM vault_chunks c JOIN vault_files f
+               ON f.id = c.file_id WHERE f.path = 'Log.md' ORDER BY c.chunk_index"""
+        )
+    assert [(r["date_start"].isoformat(), r["date_source"]) for r in log][-2:] == [
+        ("2026-01-20", "heading"),
+        ("2026-03-02", "heading"),
+    ]
+
+    # Touched, not changed: a note dated by its modification time moves to the new day, passages and all.
+    os.utime(undated, (1_767_312_000, 1_767_312_000))  # 2026-01-02
+    await ingest.sync()
+    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
+    assert {f.path: f.date for f in status.files}["Undated.md"] == "2026-01-02"
+    async with ingest.db.pool.acquire() as connection:
+        days = await connection.fetch(
+            "SELECT DISTINCT c.date_start FROM vault_chunks c JOIN vault_files f ON f.id = c.file_id "
+            "WHERE f.path = 'Undated.md'"
+        )
+    assert [r["date_start"].isoformat() for r in days] == ["2026-01-02"]
+
+
 async def test_two_syncs_never_run_at_once(ingest: Ingest) -> None:
     for i in range(20):
         ingest.vault.write(f"Note {i}.md", f"# Note {i}\n\nSome text about {i}.\n")

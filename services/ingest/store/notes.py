@@ -16,6 +16,7 @@ import asyncpg
 import numpy as np
 
 from secondbrain.ingest.note import WikiLink
+from secondbrain.ingest.note_dates import MODIFIED, DateSpan
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class ChunkRow:
     context: str
     token_count: int
     embedding: np.ndarray | None
+    date: DateSpan | None = None
 
 
 @dataclass
@@ -59,6 +61,7 @@ class NoteRow:
     # The file line the body starts on, after the front matter.
     body_start_line: int = 1
     chunks: list[ChunkRow] = field(default_factory=list)
+    date: DateSpan | None = None
 
 
 def to_datetime(timestamp: float) -> datetime:
@@ -102,12 +105,14 @@ async def write_note(connection: asyncpg.Connection, note: NoteRow) -> int:
         file_id = await connection.fetchval(
             """
             INSERT INTO vault_files (path, title, body, frontmatter, aliases, tags, content_hash, mtime, size_bytes,
-                                     status, status_reason, indexed_at, updated_at, body_start_line)
+                                     status, status_reason, indexed_at, updated_at, body_start_line,
+                                     date_start, date_end, date_source)
             VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7, $8, $9, $10, $11,
-                    CASE WHEN $10 = 'indexed' THEN now() END, now(), $12)
+                    CASE WHEN $10 = 'indexed' THEN now() END, now(), $12, $13, $14, $15)
             ON CONFLICT (path) DO UPDATE SET
                 title = EXCLUDED.title, body = EXCLUDED.body, body_start_line = EXCLUDED.body_start_line,
-                frontmatter = EXCLUDED.frontmatter,
+                frontmatter = EXCLUDED.frontmatter, date_start = EXCLUDED.date_start, date_end = EXCLUDED.date_end,
+                date_source = EXCLUDED.date_source,
                 aliases = EXCLUDED.aliases, tags = EXCLUDED.tags, content_hash = EXCLUDED.content_hash,
                 mtime = EXCLUDED.mtime, size_bytes = EXCLUDED.size_bytes, status = EXCLUDED.status,
                 status_reason = EXCLUDED.status_reason, indexed_at = EXCLUDED.indexed_at, updated_at = now()
@@ -125,6 +130,9 @@ async def write_note(connection: asyncpg.Connection, note: NoteRow) -> int:
             note.status,
             note.status_reason,
             note.body_start_line,
+            note.date.start if note.date else None,
+            note.date.end if note.date else None,
+            note.date.source if note.date else "",
         )
         await connection.execute("DELETE FROM vault_chunks WHERE file_id = $1", file_id)
         await connection.execute("DELETE FROM vault_links WHERE file_id = $1", file_id)
@@ -141,6 +149,9 @@ async def write_note(connection: asyncpg.Connection, note: NoteRow) -> int:
                     "context",
                     "token_count",
                     "embedding",
+                    "date_start",
+                    "date_end",
+                    "date_source",
                 ],
                 records=[
                     (
@@ -153,6 +164,9 @@ async def write_note(connection: asyncpg.Connection, note: NoteRow) -> int:
                         c.context,
                         c.token_count,
                         c.embedding,
+                        c.date.start if c.date else None,
+                        c.date.end if c.date else None,
+                        c.date.source if c.date else "",
                     )
                     for c in note.chunks
                 ],
@@ -170,8 +184,30 @@ async def write_note(connection: asyncpg.Connection, note: NoteRow) -> int:
 
 
 async def touch(connection: asyncpg.Connection, path: str, size: int, mtime: datetime) -> None:
-    """Record a file's new size and mtime after its content was found unchanged."""
-    await connection.execute("UPDATE vault_files SET size_bytes = $2, mtime = $3 WHERE path = $1", path, size, mtime)
+    """Record a file's new size and mtime after its content was found unchanged; a note dated by its modification
+    time, and its passages dated so, move to the new day."""
+    day = mtime.astimezone(UTC).date()
+    async with connection.transaction():
+        file_id = await connection.fetchval(
+            """
+            UPDATE vault_files SET size_bytes = $2, mtime = $3,
+                date_start = CASE WHEN date_source = $5 THEN $4 ELSE date_start END,
+                date_end = CASE WHEN date_source = $5 THEN $4 ELSE date_end END
+            WHERE path = $1 RETURNING id
+            """,
+            path,
+            size,
+            mtime,
+            day,
+            MODIFIED,
+        )
+        if file_id is not None:
+            await connection.execute(
+                "UPDATE vault_chunks SET date_start = $2, date_end = $2 WHERE file_id = $1 AND date_source = $3",
+                file_id,
+                day,
+                MODIFIED,
+            )
 
 
 async def mark_failed(connection: asyncpg.Connection, path: str, reason: str, size: int, mtime: datetime) -> None:

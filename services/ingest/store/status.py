@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 
 import asyncpg
 
@@ -18,6 +18,8 @@ class FileStatusRow:
     reason: str
     chunks: int
     indexed_at: datetime | None
+    date: str = ""
+    date_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -48,14 +50,21 @@ async def index_status(connection: asyncpg.Connection, include_files: bool, path
     if include_files:
         rows = await connection.fetch(
             """
-            SELECT f.path, f.status, f.status_reason, f.indexed_at, count(c.id) AS chunks
+            SELECT f.path, f.status, f.status_reason, f.indexed_at, count(c.id) AS chunks,
+                   f.date_start, f.date_end, f.date_source
             FROM vault_files f LEFT JOIN vault_chunks c ON c.file_id = f.id
             WHERE f.path LIKE $1 || '%'
             GROUP BY f.id ORDER BY f.path
             """,
             like_escape(path_prefix),
         )
-        files = [FileStatusRow(r["path"], r["status"], r["status_reason"], r["chunks"], r["indexed_at"]) for r in rows]
+        files = [
+            FileStatusRow(
+                r["path"], r["status"], r["status_reason"], r["chunks"], r["indexed_at"],
+                _span(r["date_start"], r["date_end"]), r["date_source"],
+            )
+            for r in rows
+        ]  # fmt: skip
     return IndexStatus(
         notes=counts["notes"],
         chunks=counts["chunks"],
@@ -66,3 +75,9 @@ async def index_status(connection: asyncpg.Connection, include_files: bool, path
         vault_path=run["vault_path"] if run else "",
         files=files,
     )
+
+
+def _span(start: date | None, end: date | None) -> str:
+    if start is None or end is None:
+        return ""
+    return start.isoformat() if start == end else f"{start.isoformat()}..{end.isoformat()}"

@@ -40,7 +40,9 @@ def ingest(
 
 
 def status(
-    files: Annotated[bool, typer.Option("--files", help="List every file, not only those not indexed.")] = False,
+    files: Annotated[
+        bool, typer.Option("--files", help="List every file, not only those not indexed, with its date and its source.")
+    ] = False,
     address: Annotated[
         str | None, typer.Option(help="host:port of an ingest service to ask; default the configured one.")
     ] = None,

@@ -479,6 +479,8 @@ class FileStatus(_message.Message):
     REASON_FIELD_NUMBER: _builtins.int
     CHUNKS_FIELD_NUMBER: _builtins.int
     INDEXED_AT_FIELD_NUMBER: _builtins.int
+    DATE_FIELD_NUMBER: _builtins.int
+    DATE_SOURCE_FIELD_NUMBER: _builtins.int
     path: _builtins.str
     """The note's vault-relative path."""
     state: Global___FileState.ValueType
@@ -487,6 +489,14 @@ class FileStatus(_message.Message):
     """Why it is not indexed, empty when it is."""
     chunks: _builtins.int
     """Chunks stored for it."""
+    date: _builtins.str
+    """The days the note is from: "2026-01-20", or a span "2026-01-19..2026-01-25"
+    (a weekly note); empty before it is indexed.
+    """
+    date_source: _builtins.str
+    """Where its date was read: "file name", "front matter date" (or created,
+    updated, modified), "heading", or "modification time" (the file's).
+    """
     @_builtins.property
     def indexed_at(self) -> _timestamp_pb2.Timestamp:
         """When it was last indexed."""
@@ -499,10 +509,12 @@ class FileStatus(_message.Message):
         reason: _builtins.str = ...,
         chunks: _builtins.int = ...,
         indexed_at: _timestamp_pb2.Timestamp | None = ...,
+        date: _builtins.str = ...,
+        date_source: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["indexed_at", b"indexed_at"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "indexed_at", b"indexed_at", "path", b"path", "reason", b"reason", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "date", b"date", "date_source", b"date_source", "indexed_at", b"indexed_at", "path", b"path", "reason", b"reason", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

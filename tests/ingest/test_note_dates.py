@@ -1,0 +1,112 @@
+"""When a note and its passages are from: file names, front matter, dated headings, the modification time."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from secondbrain.ingest.note import parse_note
+from secondbrain.ingest.note_dates import (
+    FILE_NAME,
+    HEADING,
+    MODIFIED,
+    DateSpan,
+    file_name_date,
+    heading_date,
+    note_date,
+    passage_date,
+)
+
+MTIME = datetime(2026, 11, 30, 23, 30, tzinfo=UTC)
+
+
+def dated(path: str, text: str = "# Note\n\nText.\n") -> tuple[DateSpan, list[str]]:
+    warnings: list[str] = []
+    note = parse_note(path, text)
+    return note_date(path, note.frontmatter, MTIME, warnings), warnings
+
+
+@pytest.mark.parametrize(
+    ("path", "start", "end"),
+    [
+        ("Journal/2026-01-20.md", date(2026, 1, 20), date(2026, 1, 20)),
+        ("Daily/2026-01-20 Standup.md", date(2026, 1, 20), date(2026, 1, 20)),
+        ("20260120.md", date(2026, 1, 20), date(2026, 1, 20)),
+        ("Weekly/2026-W04.md", date(2026, 1, 19), date(2026, 1, 25)),
+        ("Monthly/2026-02.md", date(2026, 2, 1), date(2026, 2, 28)),
+        ("Quarterly/2026-Q4.md", date(2026, 10, 1), date(2026, 12, 31)),
+    ],
+)
+def test_daily_and_periodic_note_names_are_their_days(path: str, start: date, end: date) -> None:
+    assert file_name_date(path) == DateSpan(start, end, FILE_NAME)
+
+
+@pytest.mark.parametrize("path", ["Ideas.md", "2026-13-45.md", "1984.md", "Notes 2026-01-20.md", "2026-W60.md"])
+def test_other_names_are_no_date(path: str) -> None:
+    assert file_name_date(path) is None
+
+
+@pytest.mark.parametrize(
+    ("front_matter", "day", "source"),
+    [
+        ("date: 2026-01-20", date(2026, 1, 20), "front matter date"),
+        ("created: 2026-01-20T09:15:00+01:00", date(2026, 1, 20), "front matter created"),
+        ("Created: '2026-01-20 09:15'", date(2026, 1, 20), "front matter created"),
+        ("updated: 2026-03-02\ncreated: 2026-01-20", date(2026, 1, 20), "front matter created"),
+        ("modified: 2026-03-02", date(2026, 3, 2), "front matter modified"),
+    ],
+)
+def test_front_matter_dates_as_obsidian_and_templates_write_them(front_matter: str, day: date, source: str) -> None:
+    span, warnings = dated("Plan.md", f"---\n{front_matter}\n---\n# Plan\n\nText.\n")
+    assert span == DateSpan(day, day, source) and warnings == []
+
+
+def test_a_daily_notes_name_wins_over_its_front_matter() -> None:
+    span, _ = dated("Journal/2026-01-20.md", "---\ncreated: 2026-01-22\n---\nText.\n")
+    assert span == DateSpan(date(2026, 1, 20), date(2026, 1, 20), FILE_NAME)
+
+
+def test_a_bad_date_is_a_warning_and_the_next_source_dates_the_note() -> None:
+    span, warnings = dated("Plan.md", "---\ndate: next Tuesday\ncreated: '2026-02-30'\n---\nText.\n")
+    assert span == DateSpan(date(2026, 11, 30), date(2026, 11, 30), MODIFIED)
+    assert len(warnings) == 2 and "front matter date: 'next Tuesday' is not a date" in warnings[0]
+    assert "created: '2026-02-30'" in warnings[1]
+
+
+def test_without_any_date_the_modification_day_in_utc() -> None:
+    late_evening_in_new_york = datetime.fromisoformat("2026-11-30T21:00:00-05:00")
+    assert note_date("Plan.md", {}, late_evening_in_new_york, []).start == date(2026, 12, 1)
+
+
+@pytest.mark.parametrize(
+    ("heading", "day"),
+    [
+        ("2026-01-20", date(2026, 1, 20)),
+        ("2026-01-20 Monday", date(2026, 1, 20)),
+        ("20 January 2026", date(2026, 1, 20)),
+        ("Tuesday, 3rd Feb 2026", date(2026, 2, 3)),
+        ("January 20, 2026", date(2026, 1, 20)),
+        ("Monday, January 20, 2026: the showroom", date(2026, 1, 20)),
+        ("Decisions", None),
+        ("2026 goals", None),
+        ("31 February 2026", None),
+    ],
+)
+def test_dated_headings(heading: str, day: date | None) -> None:
+    assert heading_date(heading) == day
+
+
+def test_a_passage_is_from_its_innermost_dated_heading_else_its_note() -> None:
+    note = DateSpan(date(2026, 1, 1), date(2026, 1, 31), FILE_NAME)
+    assert passage_date(["Log", "2026-01-20", "Notes"], note) == DateSpan(date(2026, 1, 20), date(2026, 1, 20), HEADING)
+    assert passage_date(["2026-01-05", "Monday, January 20, 2026"], note).start == date(2026, 1, 20)
+    assert passage_date(["Decisions"], note) == note
+
+
+@given(st.text(max_size=60))
+def test_any_heading_or_name_is_a_date_or_none_never_an_error(text: str) -> None:
+    assert heading_date(text) is None or isinstance(heading_date(text), date)
+    assert file_name_date(f"{text}.md") is None or isinstance(file_name_date(f"{text}.md"), DateSpan)
