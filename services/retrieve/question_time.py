@@ -1,0 +1,215 @@
+"""The time a question names, read relative to the asker's "now": "last week", "in March", "two months ago",
+"yesterday", "between 1 and 15 May", "since 3 February", "this spring", "my latest note on ...".
+
+The parsing of one date expression is dateparser's (maintained; it finds the expression in the text and says its
+granularity: a day, a week, a month, a year). Compared before choosing, on the phrases above with "now" 30 November
+2026: parsedatetime reads "in March" as March 2027 (it prefers the future) and gives no granularity; ctparse
+(archived in 2021) reads "last week" as today and "last month" as 7 December. What neither does is kept here: turning
+a granularity into a span of days, ranges ("between ... and ...", "from ... to ..."), open ends ("since", "before",
+"after", "until"), seasons, "the week before last", "latest", and refusing what only looks like a date ("a second",
+"a 2nd monitor", "May" as a name).
+
+The words that only named the time are taken out of the text to search ("What did I decide about the garden last
+week?" is searched as "What did I decide about the garden?"), so "week" is not matched as content.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from dateparser.date import DateDataParser
+from dateparser.search import search_dates
+
+_MONTH_NAMES = [name for name in calendar.month_name if name] + [name for name in calendar.month_abbr if name]
+_MONTH = r"(?:" + "|".join(sorted(_MONTH_NAMES, key=len, reverse=True)) + r")\.?"
+_WEEKDAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+# An expression names a day or longer only with a calendar word in it (a month or weekday, "yesterday", a date
+# written in digits), or a unit of days or longer with a word that makes it a time ("two weeks ago", "last month"):
+# "a second", "a 2nd monitor", "at 5pm" and "bake it for 2 days" name no time, nor "today's date" in a how-to.
+_CALENDAR_WORD = re.compile(
+    rf"\b(?:{_MONTH}|{_WEEKDAYS}|yesterday|today(?!'s)|tonight)\b|\d{{4}}-\d{{1,2}}-\d{{1,2}}|\b\d{{1,2}}[/.]\d{{1,2}}[/.]\d{{2,4}}\b",
+    re.IGNORECASE,
+)
+_UNIT = re.compile(r"\b(?:days?|weeks?|fortnight|months?|years?)\b", re.IGNORECASE)
+_RELATIVE_CUE = re.compile(r"\b(?:ago|last|this|next|past|previous)\b", re.IGNORECASE)
+# A month name alone is a date only after a word that makes it one ("in May", "last May", "May 2026", "3 May"):
+# "Can I use May as a name?" names no time.
+_BARE_MONTH = re.compile(rf"^\s*{_MONTH}\s*$", re.IGNORECASE)
+_MONTH_CUE = re.compile(r"\b(?:in|during|since|before|after|until|till|by|last|this|next|early|late|mid|of|from)\s*$",
+                        re.IGNORECASE)  # fmt: skip
+_LATEST = re.compile(r"\b(?:latest|most recent(?:ly)?|newest|last time)\b", re.IGNORECASE)
+_RANGE = re.compile(r"\b(?:between|from)\s+(?P<first>.+?)\s+(?:and|to|until|till|-)\s+(?P<second>.+?)(?=[?.!,;]|$)",
+                    re.IGNORECASE)  # fmt: skip
+_OPEN = re.compile(r"\b(?P<word>since|before|after|until|till)\s+(?P<what>.+?)(?=[?.!,;]|$)", re.IGNORECASE)
+_SEASON = re.compile(
+    r"\b(?P<which>this|last|in the|in|during the|during)\s+(?P<season>spring|summer|autumn|fall|winter)\b",
+    re.IGNORECASE,
+)
+_DAY_NUMBER = re.compile(r"^\s*\d{1,2}(?:st|nd|rd|th)?")
+_WEEK_BEFORE_LAST = re.compile(r"\b(?:the\s+)?week before last\b", re.IGNORECASE)
+_LEADING_PREPOSITION = re.compile(r"\b(?:in|on|during|from|of|at|for)\s*$", re.IGNORECASE)
+_SPACES = re.compile(r"\s{2,}")
+# Meteorological seasons, by their first month (the northern hemisphere's).
+_SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """The days a question asks about, both inclusive; an open end is None."""
+
+    start: date | None
+    end: date | None
+    words: str
+    """The question's words that named it."""
+
+    def describe(self) -> str:
+        """How the plan shows it: "Notes dated 23-29 November 2026"."""
+        return f"Notes dated {_span_words(self.start, self.end)}"
+
+
+@dataclass(frozen=True)
+class TimeIntent:
+    range: TimeRange | None
+    latest: bool
+    query: str
+    """The question without the words that only named the time, to search."""
+
+
+def read_time(question: str, now: datetime) -> TimeIntent:
+    """The time `question` names, relative to `now` (aware; its own time zone decides what "today" is)."""
+    today = now.date()
+    latest = _LATEST.search(question)
+    query = _LATEST.sub(" ", question) if latest else question
+    found = (
+        _between(query, now)
+        or _open_ended(query, now)
+        or _season(query, today)
+        or _week_before_last(query, today)
+        or _expression(query, now)
+    )
+    if found is not None:
+        query = _without(query, found.words)
+    return TimeIntent(found, latest is not None, _tidy(query))
+
+
+def _settings(now: datetime) -> dict[str, object]:
+    return {"RELATIVE_BASE": now.replace(tzinfo=None), "PREFER_DATES_FROM": "past", "REQUIRE_PARTS": []}
+
+
+def _span(text: str, now: datetime) -> tuple[date, date] | None:
+    """The days one date expression names, by its granularity; None when it names no day or longer."""
+    if not (_CALENDAR_WORD.search(text) or (_UNIT.search(text) and _RELATIVE_CUE.search(text))):
+        return None
+    data = DateDataParser(languages=["en"], settings=_settings(now)).get_date_data(text)
+    if data.date_obj is None:
+        return None
+    point = data.date_obj.date()
+    if data.period == "week":
+        monday = point - timedelta(days=point.weekday())
+        return monday, monday + timedelta(days=6)
+    if data.period == "month":
+        return point.replace(day=1), point.replace(day=calendar.monthrange(point.year, point.month)[1])
+    if data.period == "year":
+        return date(point.year, 1, 1), date(point.year, 12, 31)
+    if data.period in ("day", None):
+        return point, point
+    return None  # a time of day: hours, minutes, seconds
+
+
+def _expression(question: str, now: datetime) -> TimeRange | None:
+    for words, _ in search_dates(question, languages=["en"], settings=_settings(now)) or []:
+        if _BARE_MONTH.match(words) and not _MONTH_CUE.search(question[: question.find(words)]):
+            continue
+        days = _span(words, now)
+        if days is not None:
+            end = min(days[1], now.date()) if days[0] <= now.date() else days[1]
+            return TimeRange(days[0], end, words)
+    return None
+
+
+def _between(question: str, now: datetime) -> TimeRange | None:
+    match = _RANGE.search(question)
+    if match is None:
+        return None
+    first, second = match["first"], match["second"]
+    if first.strip().isdigit():  # "between 1 and 15 May": the first end takes the second's month and year
+        first = f"{first.strip()} {_DAY_NUMBER.sub('', second).strip()}"
+    start, end = _span(first, now), _span(second, now)
+    if start is None or end is None or start[0] > end[1]:
+        return None
+    return TimeRange(start[0], end[1], match.group(0))
+
+
+def _open_ended(question: str, now: datetime) -> TimeRange | None:
+    match = _OPEN.search(question)
+    if match is None:
+        return None
+    days = _span(match["what"], now)
+    if days is None:  # "since the showroom visit": an event, not a date
+        return None
+    word = match["word"].lower()
+    if word == "since":
+        return TimeRange(days[0], now.date(), match.group(0))
+    if word == "after":
+        return TimeRange(days[1] + timedelta(days=1), now.date(), match.group(0))
+    if word == "before":
+        return TimeRange(None, days[0] - timedelta(days=1), match.group(0))
+    return TimeRange(None, days[1], match.group(0))
+
+
+def _season(question: str, today: date) -> TimeRange | None:
+    match = _SEASON.search(question)
+    if match is None:
+        return None
+    first_month = _SEASON_START[match["season"].lower()]
+    year = today.year if (today.month, today.day) >= (first_month, 1) else today.year - 1
+    if first_month == 12 and today.month < 3:
+        year = today.year - 1  # the winter that began last December
+    if (match["which"] or "").lower() == "last":
+        year -= 1
+    start = date(year, first_month, 1)
+    last_month_start = date(year + (first_month + 2) // 13, (first_month + 1) % 12 + 1, 1)
+    end = last_month_start.replace(day=calendar.monthrange(last_month_start.year, last_month_start.month)[1])
+    return TimeRange(start, min(end, today), match.group(0))
+
+
+def _week_before_last(question: str, today: date) -> TimeRange | None:
+    match = _WEEK_BEFORE_LAST.search(question)
+    if match is None:
+        return None
+    monday = today - timedelta(days=today.weekday() + 14)
+    return TimeRange(monday, monday + timedelta(days=6), match.group(0))
+
+
+def _without(question: str, words: str) -> str:
+    at = question.find(words)
+    if at < 0:
+        return question
+    before = _LEADING_PREPOSITION.sub("", question[:at])
+    return before + " " + question[at + len(words) :]
+
+
+def _tidy(text: str) -> str:
+    text = _SPACES.sub(" ", text).strip()
+    return re.sub(r"\s+([?.!,;])", r"\1", text)
+
+
+def _span_words(start: date | None, end: date | None) -> str:
+    if start is None and end is None:
+        return "any time"
+    if start is None:
+        return f"up to {_day(end, year=True)}"  # type: ignore[arg-type]
+    if end is None or end == start:
+        return ("from " if end is None else "") + _day(start, year=True)
+    if start.year != end.year:
+        return f"{_day(start, year=True)} to {_day(end, year=True)}"
+    if start.month != end.month:
+        return f"{_day(start, year=False)} to {_day(end, year=True)}"
+    return f"{start.day}\u2013{_day(end, year=True)}"
+
+
+def _day(day: date, year: bool) -> str:
+    return f"{day.day} {calendar.month_name[day.month]}" + (f" {day.year}" if year else "")

@@ -1,0 +1,86 @@
+"""The time a question names, read with a fixed "now" (Monday 30 November 2026, 18:00 in Lisbon)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from secondbrain.retrieve.question_time import read_time
+
+NOW = datetime(2026, 11, 30, 18, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("question", "start", "end", "query"),
+    [
+        ("What did I decide about the garden last week?", date(2026, 11, 23), date(2026, 11, 29),
+         "What did I decide about the garden?"),
+        ("what did I write about my knee in March?", date(2026, 3, 1), date(2026, 3, 31),
+         "what did I write about my knee?"),
+        ("What did I do yesterday?", date(2026, 11, 29), date(2026, 11, 29), "What did I do?"),
+        ("budget notes from two months ago", date(2026, 9, 1), date(2026, 9, 30), "budget notes"),
+        ("what happened on 20 January", date(2026, 1, 20), date(2026, 1, 20), "what happened"),
+        ("runs between 1 and 15 May", date(2026, 5, 1), date(2026, 5, 15), "runs"),
+        ("tiles since 3 February", date(2026, 2, 3), date(2026, 11, 30), "tiles"),
+        ("garden notes before March 2026", None, date(2026, 2, 28), "garden notes"),
+        ("What did I sow this spring?", date(2026, 3, 1), date(2026, 5, 31), "What did I sow?"),
+        ("runs last summer", date(2025, 6, 1), date(2025, 8, 31), "runs"),
+        ("what did I cook the week before last", date(2026, 11, 16), date(2026, 11, 22), "what did I cook"),
+        ("the entry on 2026-01-20", date(2026, 1, 20), date(2026, 1, 20), "the entry"),
+        ("what did I do this month?", date(2026, 11, 1), date(2026, 11, 30), "what did I do?"),
+    ],
+)  # fmt: skip
+def test_a_questions_time_is_a_span_of_days_and_its_words_are_not_searched(
+    question: str, start: date | None, end: date, query: str
+) -> None:
+    intent = read_time(question, NOW)
+    assert intent.range is not None, question
+    assert (intent.range.start, intent.range.end) == (start, end)
+    assert intent.query == query and not intent.latest
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How do I embed an image?",
+        "What is a second brain?",
+        "Do I need a 2nd monitor?",
+        "Can I use May as a name?",
+        "How long is the bulk ferment, 2 days?",
+        "How do I get today's date in Rust?",
+        "Water the tomatoes every morning before nine?",
+        "Should I sow spring onions?",
+        "What happened since the showroom visit?",
+    ],
+)
+def test_what_only_looks_like_a_time_is_none(question: str) -> None:
+    intent = read_time(question, NOW)
+    assert intent.range is None and intent.query == question
+
+
+def test_latest_is_an_order_not_a_range() -> None:
+    intent = read_time("my latest note on the Lisbon trip", NOW)
+    assert intent.latest and intent.range is None and intent.query == "my note on the Lisbon trip"
+
+
+def test_the_range_says_itself_as_the_plan_shows_it() -> None:
+    assert read_time("the garden last week", NOW).range.describe() == "Notes dated 23\u201329 November 2026"
+    assert read_time("tiles since 3 February", NOW).range.describe() == "Notes dated 3 February to 30 November 2026"
+    assert read_time("notes before March 2026", NOW).range.describe() == "Notes dated up to 28 February 2026"
+
+
+def test_now_is_the_askers_own_day() -> None:
+    """Late on the 30th in New York is already the 1st in UTC: "yesterday" is the 29th there."""
+    new_york = datetime(2026, 11, 30, 22, 0, tzinfo=timezone(timedelta(hours=-5)))
+    assert read_time("what did I do yesterday", new_york).range.start == date(2026, 11, 29)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80))
+def test_any_text_reads_without_error_and_a_range_is_ordered(question: str) -> None:
+    intent = read_time(question, NOW)
+    if intent.range is not None and intent.range.start and intent.range.end:
+        assert intent.range.start <= intent.range.end
