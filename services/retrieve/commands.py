@@ -35,16 +35,17 @@ def retrieve_service(
     return connect(config, "retrieve", address, pb_grpc.RetrieveServiceStub, console)
 
 
-def _filters(folders: list[str], tags: list[str]) -> common.RetrievalFilters:
-    return common.RetrievalFilters(folders=folders, tags=tags)
+def _filters(folders: list[str], tags: list[str], since: str = "", until: str = "") -> common.RetrievalFilters:
+    return common.RetrievalFilters(folders=folders, tags=tags, date_from=since, date_to=until)
 
 
 async def run_search(
-    config: Config, query: str, *, mode: str, folders: list[str], tags: list[str], limit: int, address: str | None,
-    as_json: bool,
+    config: Config, query: str, *, mode: str, folders: list[str], tags: list[str], since: str = "", until: str = "",
+    limit: int, address: str | None, as_json: bool,
 ) -> None:  # fmt: skip
     console = Console()
-    request = pb.SearchRequest(query=query, mode=SEARCH_MODES[mode], filters=_filters(folders, tags), limit=limit)
+    filters = _filters(folders, tags, since, until)
+    request = pb.SearchRequest(query=query, mode=SEARCH_MODES[mode], filters=filters, limit=limit)
     async with retrieve_service(config, address, Console(stderr=True)) as retrieve:
         response = await retrieve.Search(request, timeout=60)
     if as_json:
@@ -74,14 +75,14 @@ async def run_search(
 
 
 async def run_retrieve(
-    config: Config, question: str, *, mode: str, folders: list[str], tags: list[str], passages: int,
-    condense: bool, rerank: bool | None, address: str | None, as_json: bool,
+    config: Config, question: str, *, mode: str, folders: list[str], tags: list[str], since: str = "",
+    until: str = "", passages: int, condense: bool, rerank: bool | None, address: str | None, as_json: bool,
 ) -> None:  # fmt: skip
     console = Console()
     options = pb.RetrieveOptions(max_passages=passages, mode=RETRIEVAL_MODES[mode], condense=condense)
     if rerank is not None:
         options.rerank = rerank
-    request = pb.RetrieveRequest(query=question, filters=_filters(folders, tags), options=options)
+    request = pb.RetrieveRequest(query=question, filters=_filters(folders, tags, since, until), options=options)
     async with (
         retrieve_service(config, address, Console(stderr=True)) as retrieve,
         streaming(retrieve.Retrieve(request, timeout=120)) as stream,

@@ -1,8 +1,9 @@
-"""Folder and tag filters (the design record's PARA scope), validated once and applied inside SQL (the store's
-`Params.filters` writes the clause).
+"""Folder, tag and date filters (the design record's PARA scope, and time), validated once and applied inside SQL
+(the store's `Params.filters` writes the clause).
 
 A folder matches every note under it; a tag matches itself and its children (`project` matches `project/alpha`),
-case-insensitively, as Obsidian does.
+case-insensitively, as Obsidian does. A date range matches a passage whose date (its note's, or its dated heading's:
+`secondbrain.ingest.note_dates`) meets it, and a note with such a passage.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 
 from secondbrain.errors import InvalidInput
 
@@ -21,9 +23,13 @@ _TAG = re.compile(r"^[\w/-]+$", re.UNICODE)
 class Filters:
     folders: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    date_from: date | None = None
+    date_to: date | None = None
 
     @classmethod
-    def parse(cls, folders: Sequence[str] = (), tags: Sequence[str] = ()) -> Filters:
+    def parse(
+        cls, folders: Sequence[str] = (), tags: Sequence[str] = (), date_from: str = "", date_to: str = ""
+    ) -> Filters:
         """Validated filters; InvalidInput names the value that is wrong and how to write it."""
         if len(folders) > MAX_FILTERS or len(tags) > MAX_FILTERS:
             raise InvalidInput(f"at most {MAX_FILTERS} folders and {MAX_FILTERS} tags per request")
@@ -46,7 +52,19 @@ class Filters:
                     "'_', '-' and '/')"
                 )
             clean_tags.append(value.lower())
-        return cls(tuple(dict.fromkeys(clean_folders)), tuple(dict.fromkeys(clean_tags)))
+        first, last = _day("date_from", date_from), _day("date_to", date_to)
+        if first and last and first > last:
+            raise InvalidInput(f"date_from {first.isoformat()} is after date_to {last.isoformat()}; swap them")
+        return cls(tuple(dict.fromkeys(clean_folders)), tuple(dict.fromkeys(clean_tags)), first, last)
 
     def __bool__(self) -> bool:
-        return bool(self.folders or self.tags)
+        return bool(self.folders or self.tags or self.date_from or self.date_to)
+
+
+def _day(name: str, value: str) -> date | None:
+    if not value.strip():
+        return None
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidInput(f"{name} {value[:40]!r} is not a day: write it as YYYY-MM-DD, like 2026-01-20") from None

@@ -258,7 +258,7 @@ class Retriever:
         clock = _Clock()
         ranking = await self.rank(text, history, filters, options, clock=clock)
         since = time.perf_counter()
-        passages = await self._expand(ranking.ranked, options)
+        passages = await self._expand(ranking.ranked, options, filters)
         clock.lap("expand", since)
 
         yield Plan(**_fields(ranking, Decisions), filters=filters, mode=options.mode, max_passages=options.max_passages)
@@ -362,13 +362,16 @@ class Retriever:
         reordered += [item for i, item in enumerate(top) if i not in seen]
         return reordered + ranked[len(top) :], ""
 
-    async def _expand(self, ranked: list[RankedChunk], options: RetrievalOptions) -> list[Passage]:
+    async def _expand(self, ranked: list[RankedChunk], options: RetrievalOptions, filters: Filters) -> list[Passage]:
         # Enough winners to fill the passages even when some merge into one span.
         winners = ranked[: options.max_passages * 3]
         keys = [(r.fused.candidate.file_id, r.fused.candidate.chunk_index) for r in winners]
         radius = 1 if options.expand_neighbours else 0
         async with self.db.pool.acquire() as connection:
-            rows = await store.chunks_around(connection, keys, radius, statement_timeout=STATEMENT_TIMEOUT_SECONDS)
+            # A neighbour dated outside the asked range is another day's entry, not context: it is left out.
+            rows = await store.chunks_around(
+                connection, keys, radius, statement_timeout=STATEMENT_TIMEOUT_SECONDS, dated=filters
+            )
         available = {(row.file_id, row.chunk_index): row for row in rows}
         spans = plan_spans(keys, available, radius, self.settings.max_chunks_per_note)
         texts = within_budget([assemble(span, available) for span in spans], options.token_budget, options.max_passages)

@@ -42,7 +42,7 @@ SEARCH_MODES: dict[pb.SearchMode.ValueType, Mode] = {
 
 
 def filters_from(message: common.RetrievalFilters) -> Filters:
-    return Filters.parse(list(message.folders), list(message.tags))
+    return Filters.parse(list(message.folders), list(message.tags), message.date_from, message.date_to)
 
 
 def options_from(request: pb.RetrieveRequest, retriever: Retriever) -> RetrievalOptions:
@@ -80,7 +80,12 @@ def retrieve_event(event: RetrieveEvent) -> pb.RetrieveResponse:
 def plan_message(plan: Plan) -> common.RetrievalPlan:
     return common.RetrievalPlan(
         queries=[common.PlannedQuery(text=q.text, kind=KINDS[q.kind]) for q in plan.queries],
-        filters=common.RetrievalFilters(folders=list(plan.filters.folders), tags=list(plan.filters.tags)),
+        filters=common.RetrievalFilters(
+            folders=list(plan.filters.folders),
+            tags=list(plan.filters.tags),
+            date_from=plan.filters.date_from.isoformat() if plan.filters.date_from else "",
+            date_to=plan.filters.date_to.isoformat() if plan.filters.date_to else "",
+        ),
         mode=MODE_VALUES[plan.mode],
         vector_arm_ran=plan.vector_arm_ran,
         vector_arm_skipped_reason=plan.vector_arm_skipped_reason,

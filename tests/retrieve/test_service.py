@@ -242,6 +242,8 @@ async def test_phrases_and_exclusions_apply(stack: Stack) -> None:
         ("ok", {"token_budget": 5}, None, "token_budget"),
         ("ok", {}, common.RetrievalFilters(folders=["../etc"]), "folder filter"),
         ("ok", {}, common.RetrievalFilters(tags=["a b"]), "tag filter"),
+        ("ok", {}, common.RetrievalFilters(date_from="last week"), "date_from 'last week' is not a day"),
+        ("ok", {}, common.RetrievalFilters(date_from="2026-03-01", date_to="2026-02-01"), "is after date_to"),
     ],
 )
 async def test_bad_requests_are_invalid_argument(stack: Stack, query, options, filters, words) -> None:
@@ -251,6 +253,35 @@ async def test_bad_requests_are_invalid_argument(stack: Stack, query, options, f
             pass
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert words in raised.value.details()
+
+
+async def test_a_date_range_keeps_the_passages_dated_within_it_in_every_arm_and_in_note_search(stack: Stack) -> None:
+    stack.write("Journal/2026-01-20.md", "# 20 January\n\nChose the quartz worktop after the showroom.\n")
+    stack.write("Journal/2026-03-02.md", "# 2 March\n\nChanged the worktop to oak after all.\n")
+    stack.write(
+        "Log.md",
+        "# Log\n\nKitchen log.\n\n## 2026-01-21\n\nThe worktop template is booked.\n\n"
+        "## 2026-04-10\n\nThe worktop was fitted.\n",
+    )
+    await stack.ingest()
+    january = common.RetrievalFilters(date_from="2026-01-01", date_to="2026-01-31")
+    for mode in (common.RETRIEVAL_MODE_HYBRID, common.RETRIEVAL_MODE_LEXICAL, common.RETRIEVAL_MODE_VECTOR):
+        _, passages = await stack.retrieve(
+            "worktop", mode=mode, filters=january, expand_neighbours=False, **NO_CONDENSE
+        )
+        found = {(p.note_path, p.text.strip().splitlines()[-1]) for p in passages}
+        assert found == {
+            ("Journal/2026-01-20.md", "Chose the quartz worktop after the showroom."),
+            ("Log.md", "The worktop template is booked."),
+        }, (mode, found)
+    # Open ends: from March on.
+    _, later = await stack.retrieve("worktop", filters=common.RetrievalFilters(date_from="2026-03-01"), **NO_CONDENSE)
+    assert {p.note_path for p in later} == {"Journal/2026-03-02.md", "Log.md"}
+    assert all("template" not in p.text for p in later if p.note_path == "Log.md")
+    # Note search lists a note with a passage in the range.
+    for mode in (pb.SEARCH_MODE_KEYWORD, pb.SEARCH_MODE_HYBRID):
+        found = await stack.stub.Search(pb.SearchRequest(query="worktop", mode=mode, filters=january), timeout=30)
+        assert {hit.path for hit in found.hits} == {"Journal/2026-01-20.md", "Log.md"}
 
 
 async def test_sql_and_tsquery_syntax_in_queries_is_just_text(stack: Stack) -> None:

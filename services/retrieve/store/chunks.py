@@ -30,13 +30,18 @@ async def chunks_around(
     winners: Sequence[tuple[int, int]],
     radius: int,
     statement_timeout: float | None = None,
+    dated: Filters | None = None,
 ) -> list[ChunkRow]:
-    """The chunks within `radius` of each (file_id, chunk_index) winner, the winners included, in one query."""
+    """The chunks within `radius` of each (file_id, chunk_index) winner, the winners included, in one query; with
+    `dated`, only the neighbours dated within its date range."""
     if not winners:
         return []
     p = Params()
     file_ids, indexes = p.add([file_id for file_id, _ in winners]), p.add([index for _, index in winners])
     radius_p = p.add(radius)
+    in_range = "true"
+    if dated is not None and (dated.date_from or dated.date_to):
+        in_range = p.filters(Filters(date_from=dated.date_from, date_to=dated.date_to), "f", "c")
     statement = p.statement(f"""
         SELECT c.id, c.file_id, c.chunk_index, c.heading_path, c.start_line, c.end_line, c.content, c.token_count,
                f.path, f.title
@@ -44,6 +49,7 @@ async def chunks_around(
         JOIN vault_chunks c
           ON c.file_id = w.file_id AND c.chunk_index BETWEEN w.chunk_index - {radius_p} AND w.chunk_index + {radius_p}
         JOIN vault_files f ON f.id = c.file_id
+        WHERE c.chunk_index = w.chunk_index OR ({in_range})
         """)
     rows = await fetch(connection, statement, vector_scan=False, deadline=deadline_after(statement_timeout))
     unique = {row["id"]: row for row in rows}

@@ -304,7 +304,7 @@ def candidates_statement(
             k=k_param,
         )
         similarity = _SIMILARITY.format(embedding=embedding, query_vector=query_vector, dimension=dimension)
-    allowed_cte = _ALLOWED.format(filters=p.filters(filters, "f"), constraint=constraint) if restrict else ""
+    allowed_cte = _ALLOWED.format(filters=p.filters(filters, "f", "c"), constraint=constraint) if restrict else ""
     sql = _CANDIDATES.format(
         allowed=allowed_cte,
         scored=scored,

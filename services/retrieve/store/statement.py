@@ -35,10 +35,24 @@ class Params:
         self.values.append(value)
         return f"${len(self.values)}"
 
-    def filters(self, filters: Filters, file_alias: str) -> str:
+    def filters(self, filters: Filters, file_alias: str, chunk_alias: str | None = None) -> str:
         """A boolean SQL expression over the `vault_files` row `file_alias`: the note is under one of the folders
-        and carries one of the tags or a child of it (case-insensitively); "true" without filters."""
+        and carries one of the tags or a child of it (case-insensitively), and has a passage dated within the range
+        (the `vault_chunks` row `chunk_alias` itself is, when given); "true" without filters."""
         clauses: list[str] = []
+        if filters.date_from or filters.date_to:
+            meets: list[str] = []
+            if filters.date_from:
+                meets.append(f"{{c}}.date_end >= {self.add(filters.date_from)}::date")
+            if filters.date_to:
+                meets.append(f"{{c}}.date_start <= {self.add(filters.date_to)}::date")
+            if chunk_alias is not None:
+                clauses.append(" AND ".join(meets).format(c=chunk_alias))
+            else:
+                dated = " AND ".join(meets).format(c="dated")
+                clauses.append(
+                    f"EXISTS (SELECT 1 FROM vault_chunks dated WHERE dated.file_id = {file_alias}.id AND {dated})"
+                )
         if filters.folders:
             folders = self.add([like_escape(folder + "/") + "%" for folder in filters.folders])
             clauses.append(f"{file_alias}.path LIKE ANY({folders}::text[])")

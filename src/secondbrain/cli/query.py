@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated
 
 import typer
@@ -15,6 +16,33 @@ FolderOption = Annotated[
 TagOption = Annotated[
     list[str] | None,
     typer.Option("--tag", help="Only notes with this tag or a child of it (repeatable).", show_default=False),
+]
+
+
+def day(text: str) -> str:
+    """A --since / --until value: a day as YYYY-MM-DD, said plainly when it is not one."""
+    if text.strip():
+        try:
+            date.fromisoformat(text.strip())
+        except ValueError:
+            raise typer.BadParameter(f"{text!r} is not a day: write it as YYYY-MM-DD, like 2026-01-20") from None
+    return text.strip()
+
+
+SinceOption = Annotated[
+    str,
+    typer.Option(
+        "--since",
+        parser=day,
+        help="Only passages dated on or after this day (YYYY-MM-DD; `status --files` shows each note's date).",
+        show_default=False,
+    ),
+]
+UntilOption = Annotated[
+    str,
+    typer.Option(
+        "--until", parser=day, help="Only passages dated on or before this day (YYYY-MM-DD).", show_default=False
+    ),
 ]
 AddressOption = Annotated[
     str | None, typer.Option(help="host:port of a retrieve service to use; default the configured one.")
@@ -40,6 +68,8 @@ def search(
     ] = "hybrid",
     folder: FolderOption = None,
     tag: TagOption = None,
+    since: SinceOption = "",
+    until: UntilOption = "",
     limit: Annotated[int, typer.Option(help="Most notes to list.", min=1, max=100)] = 10,
     address: AddressOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the ranked notes as JSON.")] = False,
@@ -55,6 +85,8 @@ def search(
             mode=mode,
             folders=folder or [],
             tags=tag or [],
+            since=since,
+            until=until,
             limit=limit,
             address=address,
             as_json=as_json,
@@ -68,6 +100,8 @@ def retrieve(
     mode: Annotated[Mode, typer.Option(help="Which arms run.")] = "hybrid",
     folder: FolderOption = None,
     tag: TagOption = None,
+    since: SinceOption = "",
+    until: UntilOption = "",
     condense: Annotated[bool, typer.Option(help="Let an LLM add alternate phrasings of a broad question.")] = True,
     rerank: Annotated[
         bool | None,
@@ -86,6 +120,8 @@ def retrieve(
             mode=mode,
             folders=folder or [],
             tags=tag or [],
+            since=since,
+            until=until,
             passages=passages,
             condense=condense,
             rerank=rerank,

@@ -141,6 +141,14 @@ class RetrievalFilters(_message.Message):
 
     FOLDERS_FIELD_NUMBER: _builtins.int
     TAGS_FIELD_NUMBER: _builtins.int
+    DATE_FROM_FIELD_NUMBER: _builtins.int
+    DATE_TO_FIELD_NUMBER: _builtins.int
+    date_from: _builtins.str
+    """The first day (YYYY-MM-DD), inclusive: only passages dated on or after it
+    (a note's date, or its dated heading's). Empty: no lower bound.
+    """
+    date_to: _builtins.str
+    """The last day (YYYY-MM-DD), inclusive. Empty: no upper bound."""
     @_builtins.property
     def folders(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Vault-relative folders; a note matches when it lies under any of them."""
@@ -156,10 +164,12 @@ class RetrievalFilters(_message.Message):
         *,
         folders: _abc.Iterable[_builtins.str] | None = ...,
         tags: _abc.Iterable[_builtins.str] | None = ...,
+        date_from: _builtins.str = ...,
+        date_to: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["folders", b"folders", "tags", b"tags"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["date_from", b"date_from", "date_to", b"date_to", "folders", b"folders", "tags", b"tags"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
