@@ -101,6 +101,8 @@ async def run_retrieve(
         return
     queries = " | ".join(q.text for q in plan.queries)
     console.print(f"[dim]Searched for: {escape(queries)}[/dim]")
+    if plan.time:
+        console.print(f"[dim]{escape(plan.time)}[/dim]")
     for reason, label in ((plan.condense_skipped_reason, "as typed"), (plan.vector_arm_skipped_reason, "no vectors"),
                           (plan.rerank_skipped_reason, "not reranked")):  # fmt: skip
         if reason:

@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from secondbrain.db.embedding_model import ModelRecord, current_model
 from secondbrain.embedding import Embedder
 from secondbrain.errors import InvalidInput, ResourceExhausted, SecondbrainError
 from secondbrain.llm import ChatMessage
-from secondbrain.retrieve import store
+from secondbrain.retrieve import store, time_scope
 from secondbrain.retrieve.condense import Condenser, PlannedQuery
 from secondbrain.retrieve.expand import Excerpt, PassageText, assemble, plan_spans, within_budget
 from secondbrain.retrieve.filters import Filters
@@ -53,6 +54,8 @@ class RetrievalOptions:
     # What the turn's answer is written with, so a follow-up is condensed by the same model (see create_condenser).
     answer_provider: str = ""
     answer_model: str = ""
+    # The asker's now (aware), which "last week" in the question is read from; None: the server's clock and zone.
+    now: datetime | None = None
 
     @classmethod
     def resolve(
@@ -69,6 +72,7 @@ class RetrievalOptions:
         token_budget: int = 0,
         answer_provider: str = "",
         answer_model: str = "",
+        now: str = "",
     ) -> RetrievalOptions:
         if not 0 <= max_passages <= 50:
             raise InvalidInput(f"max_passages is {max_passages}: ask for 1 to 50 passages, or 0 for the default")
@@ -85,7 +89,23 @@ class RetrievalOptions:
             token_budget=token_budget or defaults.token_budget,
             answer_provider=answer_provider,
             answer_model=answer_model,
+            now=_asker_now(now),
         )
+
+
+def _asker_now(text: str) -> datetime | None:
+    if not text.strip():
+        return None
+    try:
+        now = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidInput(
+            f"now {text[:40]!r} is not a moment: write it as ISO 8601 with its UTC offset, like "
+            "2026-11-30T18:00:00+00:00"
+        ) from None
+    if now.tzinfo is None:
+        raise InvalidInput(f"now {text[:40]!r} has no UTC offset: add one, like +00:00, so its day is the asker's")
+    return now
 
 
 @dataclass(frozen=True)
@@ -101,6 +121,8 @@ class Decisions:
     reranked: bool
     rerank_skipped_reason: str
     embedding_model: str
+    # The time the question named, as retrieval applied it ("Notes dated 23-29 November 2026"); "" when none.
+    time: str
 
 
 @dataclass(frozen=True)
@@ -159,6 +181,8 @@ class Ranking(Decisions):
     """Everything before passages are assembled: what was decided, and the chunks in order."""
 
     ranked: list[RankedChunk]
+    # The filters the search ran with: the request's, with the question's time range when it named one.
+    searched: Filters = field(default_factory=Filters)
 
 
 def validate_query(query: str, history: Sequence[ChatMessage]) -> str:
@@ -258,7 +282,7 @@ class Retriever:
         clock = _Clock()
         ranking = await self.rank(text, history, filters, options, clock=clock)
         since = time.perf_counter()
-        passages = await self._expand(ranking.ranked, options, filters)
+        passages = await self._expand(ranking.ranked, options, ranking.searched)
         clock.lap("expand", since)
 
         yield Plan(**_fields(ranking, Decisions), filters=filters, mode=options.mode, max_passages=options.max_passages)
@@ -284,6 +308,16 @@ class Retriever:
         since = clock.started
         k = depth or self.settings.candidates_per_arm
 
+        # The time the question names narrows the search, and its words are not searched (see time_scope).
+        timed = (
+            time_scope.scope(text, options.now or datetime.now().astimezone(), filters)
+            if self.settings.read_time
+            else None
+        )
+        searched = filters
+        if timed is not None:
+            searched, text = timed.filters, timed.intent.query or text
+
         condenser = self.make_condenser(options.answer_provider, options.answer_model)
         condensed = await condenser.condense(text, history, condense=options.condense, alternates=options.alternates)
         queries = condensed.queries or [PlannedQuery(text, "original")]
@@ -298,18 +332,35 @@ class Retriever:
         if vectors is None and options.mode == "vector":
             raise InvalidInput(f"the vector arm cannot run ({skipped}); ask for hybrid or lexical retrieval")
 
-        rankings = await asyncio.gather(
-            *(
-                self._search(q.text, filters, vectors[i] if vectors else None, options.mode != "vector", k)
-                for i, q in enumerate(queries)
+        async def search(within: Filters) -> list[Fused]:
+            rankings = await asyncio.gather(
+                *(
+                    self._search(q.text, within, vectors[i] if vectors else None, options.mode != "vector", k)
+                    for i, q in enumerate(queries)
+                )
             )
-        )
+            return fuse_queries(rankings)
+
+        fused = await search(searched)
         since = clock.lap("search", since)
-        ranked = [RankedChunk(f) for f in fuse_queries(rankings)]
+        said_time = ""
+        if timed is not None:
+            if not fused and searched is not filters:
+                # Nothing dated in or near the range holds the words: every note is searched, and the plan says so.
+                fused, searched = await search(filters), filters
+                said_time = f"{timed.describe()}: no note dated then matches, so every note was searched"
+            else:
+                async with self.db.pool.acquire() as connection:
+                    dates = await store.chunk_dates(
+                        connection, [item.candidate.chunk_id for item in fused], STATEMENT_TIMEOUT_SECONDS
+                    )
+                fused = time_scope.reorder(fused, dates, timed)
+                said_time = timed.describe()
+        ranked = [RankedChunk(item) for item in fused]
         since = clock.lap("fuse", since)
 
         if self.settings.wikilink_expansion and ranked:
-            ranked += await self._linked(ranked, queries[0].text, filters)
+            ranked += await self._linked(ranked, queries[0].text, searched)
             since = clock.lap("links", since)
 
         reranked, rerank_skipped = False, ""
@@ -327,6 +378,8 @@ class Retriever:
             reranked=reranked,
             rerank_skipped_reason=rerank_skipped,
             embedding_model=model,
+            time=said_time,
+            searched=searched,
         )
 
     async def _linked(self, ranked: list[RankedChunk], query: str, filters: Filters) -> list[RankedChunk]:

@@ -65,6 +65,7 @@ def options_from(request: pb.RetrieveRequest, retriever: Retriever) -> Retrieval
         token_budget=given.token_budget,
         answer_provider=given.answer_provider,
         answer_model=given.answer_model,
+        now=request.now,
     )
 
 
@@ -94,6 +95,7 @@ def plan_message(plan: Plan) -> common.RetrievalPlan:
         rerank_skipped_reason=plan.rerank_skipped_reason,
         embedding_model=plan.embedding_model,
         max_passages=plan.max_passages,
+        time=plan.time,
     )
 
 

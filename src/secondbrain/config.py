@@ -334,6 +334,9 @@ class RetrieveSection(_Section):
     max_chunks_per_note: int = Field(default=4, ge=1, le=50)
     token_budget: int = Field(default=3000, ge=100, le=100_000, description="Tokens of all passages together.")
     wikilink_expansion: bool = Field(default=False, description="Notes linked from top passages join as candidates.")
+    read_time: bool = Field(
+        default=True, description='A time the question names ("last week") narrows the search to the notes dated then.'
+    )
 
 
 class AgentSection(_Section):

@@ -56,8 +56,9 @@ class Stack:
     async def retrieve(self, query: str, **options: object) -> tuple[common.RetrievalPlan, list[common.Passage]]:
         filters = options.pop("filters", None)
         history = options.pop("history", [])
+        now = str(options.pop("now", ""))
         request = pb.RetrieveRequest(
-            query=query, options=pb.RetrieveOptions(**options), filters=filters, history=history
+            query=query, options=pb.RetrieveOptions(**options), filters=filters, history=history, now=now
         )
         events = [event async for event in self.stub.Retrieve(request, timeout=60)]
         assert events[0].WhichOneof("event") == "plan" and events[-1].WhichOneof("event") == "done"

@@ -284,6 +284,29 @@ async def test_a_date_range_keeps_the_passages_dated_within_it_in_every_arm_and_
         assert {hit.path for hit in found.hits} == {"Journal/2026-01-20.md", "Log.md"}
 
 
+async def test_last_week_in_the_question_finds_that_weeks_note_as_of_the_askers_now(stack: Stack) -> None:
+    stack.write("Journal/2026-11-10.md", "# 10 November\n\nWe decided on a quartz worktop for the kitchen.\n")
+    stack.write("Journal/2026-11-25.md", "# 25 November\n\nWe decided on an oak worktop for the kitchen instead.\n")
+    stack.write("Journal/2026-11-29.md", "# 29 November\n\nA walk by the river.\n")
+    await stack.ingest()
+    question = "What did we decide about the worktop last week?"
+    plan, passages = await stack.retrieve(question, **NO_CONDENSE, now="2026-11-30T18:00:00+00:00")
+    assert passages[0].note_path == "Journal/2026-11-25.md"
+    assert plan.time == "Notes dated 23\u201329 November 2026"
+    assert plan.queries[0].text == "What did we decide about the worktop?", "the time's words are not searched"
+    # The same words asked two weeks earlier mean another week.
+    _, earlier = await stack.retrieve(question, **NO_CONDENSE, now="2026-11-16T09:00:00+00:00")
+    assert earlier[0].note_path == "Journal/2026-11-10.md"
+    # Nothing dated then: every note is searched, and the plan says so.
+    plan, anywhere = await stack.retrieve(
+        "What did we decide about the worktop in March?", **NO_CONDENSE, now="2026-11-30T18:00:00+00:00"
+    )
+    assert anywhere and "no note dated then matches, so every note was searched" in plan.time
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await stack.retrieve(question, **NO_CONDENSE, now="2026-11-30 18:00")
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "UTC offset" in raised.value.details()
+
+
 async def test_sql_and_tsquery_syntax_in_queries_is_just_text(stack: Stack) -> None:
     stack.write("Plan.md", "# Plan\n\nWe chose PostgreSQL.\n")
     await stack.ingest()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 
 import asyncpg
 
@@ -106,3 +107,19 @@ async def linked_candidates(
         """)
     rows = await fetch(connection, statement, vector_scan=False, deadline=deadline_after(statement_timeout))
     return [(r["id"], r["file_id"], r["chunk_index"]) for r in rows]
+
+
+async def chunk_dates(
+    connection: asyncpg.Connection, chunk_ids: Sequence[int], statement_timeout: float | None = None
+) -> dict[int, tuple[date, date]]:
+    """The (first day, last day) each chunk is dated, by id; chunks not dated yet are left out."""
+    if not chunk_ids:
+        return {}
+    p = Params()
+    ids = p.add(list(chunk_ids))
+    statement = p.statement(f"""
+        SELECT id, date_start, date_end FROM vault_chunks
+        WHERE id = ANY({ids}::bigint[]) AND date_start IS NOT NULL AND date_end IS NOT NULL
+        """)
+    rows = await fetch(connection, statement, vector_scan=False, deadline=deadline_after(statement_timeout))
+    return {row["id"]: (row["date_start"], row["date_end"]) for row in rows}

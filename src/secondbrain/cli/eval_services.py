@@ -68,13 +68,14 @@ class RetrieverRanker:
             rows = await connection.fetch("SELECT id, path FROM vault_files")
         return cls(build_retriever(config, db), {row["id"]: row["path"] for row in rows})
 
-    def options(self, arm: Arm) -> RetrievalOptions:
+    def options(self, arm: Arm, now: str = "") -> RetrievalOptions:
         return RetrievalOptions.resolve(
             self.retriever.settings,
             mode=arm.mode,  # type: ignore[arg-type]
             condense=True,
             alternates=arm.alternates,
             rerank=arm.rerank,
+            now=now,
         )
 
     async def rank_chunks(self, question: Question, arm: Arm, depth: int) -> list[str]:
@@ -83,7 +84,7 @@ class RetrieverRanker:
         retriever = self.with_links if arm.links else self.with_rrf if arm.rrf else self.retriever
         try:
             ranking = await retriever.rank(
-                question.text, list(question.history), Filters(), self.options(arm), depth=depth
+                question.text, list(question.history), Filters(), self.options(arm, question.now), depth=depth
             )
         except InvalidInput as error:
             raise ArmUnavailable(str(error)) from None

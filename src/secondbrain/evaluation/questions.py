@@ -5,13 +5,14 @@ from __future__ import annotations
 import csv
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from secondbrain.errors import InvalidInput
 from secondbrain.llm import ChatMessage
 
 # The keys of a question line the evaluation reads.
-QUESTION_KEYS = frozenset({"id", "question", "expected", "history", "kind", "answer_hint"})
+QUESTION_KEYS = frozenset({"id", "question", "expected", "history", "kind", "answer_hint", "now"})
 # Where a vault keeps its questions unless --qa names another file.
 DEFAULT_QA_FILE = Path(".secondbrain") / "eval.jsonl"
 
@@ -28,6 +29,8 @@ class Question:
     kind: str = "general"
     # Words a right answer contains (`eval --answers`); empty when the question has none.
     answer_hint: str = ""
+    # When it is asked, ISO 8601 with its UTC offset: "last week" in it is read from then. "": the real clock.
+    now: str = ""
 
 
 @dataclass
@@ -41,7 +44,8 @@ class QuestionSet:
 
 def load_qa(path: Path) -> QuestionSet:
     """Read a question file: one JSON object per line, `{"id", "question", "expected": [paths], "history"?,
-    "kind"?, "answer_hint"?}`; other keys are ignored (and counted in `ignored`). Every problem names its line."""
+    "kind"?, "answer_hint"?, "now"?}`; other keys are ignored (and counted in `ignored`). Every problem names its
+    line."""
     if not path.is_file():
         raise InvalidInput(
             f"no question file at {path}: write one JSON object per line, such as "
@@ -90,8 +94,18 @@ def _question(raw: object, where: str, seen: set[str]) -> Question:
     hint = raw.get("answer_hint", "")
     if not isinstance(hint, str):
         raise InvalidInput(f"{where}: 'answer_hint' must be a string (words a right answer contains)")
+    now = raw.get("now", "")
+    if not isinstance(now, str) or (now and not _is_moment(now)):
+        raise InvalidInput(f"{where}: 'now' must be ISO 8601 with its UTC offset, like \"2026-11-30T18:00:00+00:00\"")
     relevant = {path: (2 if i == 0 else 1) for i, path in reversed(list(enumerate(expected)))}
-    return Question(qid, text.strip(), relevant, tuple(history), kind, hint.strip())
+    return Question(qid, text.strip(), relevant, tuple(history), kind, hint.strip(), now.strip())
+
+
+def _is_moment(text: str) -> bool:
+    try:
+        return datetime.fromisoformat(text.strip()).tzinfo is not None
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)

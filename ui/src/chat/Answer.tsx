@@ -115,6 +115,7 @@ function RetrievalDetails({ sources }: { sources: RetrievalResult }) {
   return (
     <div className="details" ref={box} data-testid="plan">
       {plan ? <CondenseOutcome plan={plan} /> : null}
+      {plan?.time ? <div className="time-scope">{plan.time}.</div> : null}
       {withHistory.map((q, i) => (
         <div key={`h${i}`}>Also searched with the conversation: {quoted(q.text)}</div>
       ))}

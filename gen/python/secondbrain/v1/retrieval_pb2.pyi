@@ -219,6 +219,7 @@ class RetrievalPlan(_message.Message):
     RERANK_SKIPPED_REASON_FIELD_NUMBER: _builtins.int
     EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
     MAX_PASSAGES_FIELD_NUMBER: _builtins.int
+    TIME_FIELD_NUMBER: _builtins.int
     mode: Global___RetrievalMode.ValueType
     """The arms that were asked for."""
     vector_arm_ran: _builtins.bool
@@ -235,6 +236,10 @@ class RetrievalPlan(_message.Message):
     """The embedding model the vector arm used, empty when it did not run."""
     max_passages: _builtins.int
     """The passages asked for."""
+    time: _builtins.str
+    """The time the question named, as retrieval used it ("Notes dated 23-29
+    November 2026", "Latest first"); empty when it named none.
+    """
     @_builtins.property
     def queries(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlannedQuery]:
         """The queries that were run, the standalone query first."""
@@ -256,10 +261,11 @@ class RetrievalPlan(_message.Message):
         rerank_skipped_reason: _builtins.str = ...,
         embedding_model: _builtins.str = ...,
         max_passages: _builtins.int = ...,
+        time: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["condense_skipped_reason", b"condense_skipped_reason", "embedding_model", b"embedding_model", "filters", b"filters", "max_passages", b"max_passages", "mode", b"mode", "queries", b"queries", "rerank_skipped_reason", b"rerank_skipped_reason", "reranked", b"reranked", "vector_arm_ran", b"vector_arm_ran", "vector_arm_skipped_reason", b"vector_arm_skipped_reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["condense_skipped_reason", b"condense_skipped_reason", "embedding_model", b"embedding_model", "filters", b"filters", "max_passages", b"max_passages", "mode", b"mode", "queries", b"queries", "rerank_skipped_reason", b"rerank_skipped_reason", "reranked", b"reranked", "time", b"time", "vector_arm_ran", b"vector_arm_ran", "vector_arm_skipped_reason", b"vector_arm_skipped_reason"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -58,8 +58,14 @@ class RetrieveRequest(_message.Message):
     HISTORY_FIELD_NUMBER: _builtins.int
     FILTERS_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
+    NOW_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     """The latest message, as the user wrote it."""
+    now: _builtins.str
+    """The asker's "now", ISO 8601 with its UTC offset
+    ("2026-11-30T18:00:00+00:00"): "last week" and "yesterday" in the query
+    are read from it, in its time zone. Empty: the server's clock and zone.
+    """
     @_builtins.property
     def history(self) -> _containers.RepeatedCompositeFieldContainer[_retrieval_pb2.HistoryMessage]:
         """The earlier messages of the conversation, oldest first; empty for a first turn."""
@@ -79,10 +85,11 @@ class RetrieveRequest(_message.Message):
         history: _abc.Iterable[_retrieval_pb2.HistoryMessage] | None = ...,
         filters: _retrieval_pb2.RetrievalFilters | None = ...,
         options: Global___RetrieveOptions | None = ...,
+        now: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters", "history", b"history", "options", b"options", "query", b"query"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters", "history", b"history", "now", b"now", "options", b"options", "query", b"query"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

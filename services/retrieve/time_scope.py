@@ -1,0 +1,95 @@
+"""A question's time applied to retrieval: "last week" keeps the search to the notes and passages dated then, and
+"latest" puts the newest of the relevant first.
+
+A range becomes a date filter with a soft edge: the search also reaches a margin of days around the range (a diary
+written up the day after, a week that is "last week" to one person and the week before to another), and a passage
+dated in the margin ranks at SOFT_EDGE_SHARE of its score, behind one dated in the range. The words that only named
+the time are not searched as content. An explicit date filter (`filters.date_from` / `date_to`) wins over the words
+of the question. When nothing is dated in or near the range, the search runs over every note and the plan says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta
+
+from secondbrain.retrieve.filters import Filters
+from secondbrain.retrieve.fusion import Fused
+from secondbrain.retrieve.question_time import TimeIntent, TimeRange, read_time
+
+# A passage dated within the margin, outside the asked range, keeps this share of its score.
+SOFT_EDGE_SHARE = 0.5
+# The margin: half the range's length, at least a day and at most a week.
+MIN_MARGIN_DAYS, MAX_MARGIN_DAYS = 1, 7
+# "Latest" orders by date the passages scoring at least this share of the best one: the relevant, newest first.
+LATEST_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class TimeScope:
+    intent: TimeIntent
+    filters: Filters
+    """The request's filters with the range and its margin: what the search runs with."""
+
+    def describe(self) -> str:
+        parts = []
+        if self.intent.range is not None:
+            parts.append(self.intent.range.describe())
+        if self.intent.latest:
+            parts.append("latest first")
+        text = "; ".join(parts)
+        return text[:1].upper() + text[1:]
+
+
+def scope(question: str, now: datetime, filters: Filters) -> TimeScope | None:
+    """What `question` says of time, as retrieval applies it; None when it says nothing, or when the request's own
+    date filter already decides."""
+    if filters.date_from or filters.date_to:
+        return None
+    intent = read_time(question, now)
+    if intent.range is None and not intent.latest:
+        return None
+    widened = filters
+    if intent.range is not None:
+        start, end = _widened(intent.range)
+        widened = replace(filters, date_from=start, date_to=end)
+    elif intent.latest:
+        # The newest as of the asker's now: a note dated later (a plan for next month) is not what they last wrote.
+        widened = replace(filters, date_to=now.date())
+    return TimeScope(intent, widened)
+
+
+def _widened(asked: TimeRange) -> tuple[date | None, date | None]:
+    days = (asked.end - asked.start).days + 1 if asked.start and asked.end else MAX_MARGIN_DAYS * 2
+    margin = timedelta(days=max(MIN_MARGIN_DAYS, min(MAX_MARGIN_DAYS, days // 2)))
+    return (asked.start - margin if asked.start else None, asked.end + margin if asked.end else None)
+
+
+def reorder(fused: list[Fused], dates: dict[int, tuple[date, date]], time: TimeScope) -> list[Fused]:
+    """`fused` (best first) with the soft edge applied and, for "latest", the relevant ordered newest first.
+    `dates` are the chunks' (first day, last day) by chunk id; an undated chunk is taken as outside the range."""
+    asked = time.intent.range
+    if asked is not None:
+        edged = [
+            item
+            if _within(dates.get(item.candidate.chunk_id), asked)
+            else Fused(item.candidate, item.score * SOFT_EDGE_SHARE)
+            for item in fused
+        ]
+        fused = sorted(edged, key=lambda item: -item.score)
+    if time.intent.latest and fused:
+        floor = LATEST_SHARE * fused[0].score
+        relevant = [item for item in fused if item.score >= floor]
+        rest = fused[len(relevant) :]
+        newest = sorted(
+            relevant, key=lambda item: dates.get(item.candidate.chunk_id, (date.min, date.min))[1], reverse=True
+        )
+        fused = newest + rest
+    return fused
+
+
+def _within(span: tuple[date, date] | None, asked: TimeRange) -> bool:
+    if span is None:
+        return False
+    first, last = span
+    return (asked.start is None or last >= asked.start) and (asked.end is None or first <= asked.end)

@@ -1,0 +1,50 @@
+"""A question's time applied to a ranking: the range with its soft edge, and "latest" (pure functions)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+from secondbrain.retrieve.filters import Filters
+from secondbrain.retrieve.fusion import Candidate, Fused
+from secondbrain.retrieve.time_scope import SOFT_EDGE_SHARE, reorder, scope
+
+NOW = datetime(2026, 11, 30, 18, 0, tzinfo=UTC)
+
+
+def fused(*scores: float) -> list[Fused]:
+    return [Fused(Candidate(i, i, 0, 1, 1, score), score) for i, score in enumerate(scores)]
+
+
+def test_last_week_searches_the_week_and_its_margin_without_its_words() -> None:
+    timed = scope("What did I decide about the garden last week?", NOW, Filters(folders=("Journal",)))
+    assert timed is not None and timed.intent.query == "What did I decide about the garden?"
+    assert (timed.filters.date_from, timed.filters.date_to) == (date(2026, 11, 20), date(2026, 12, 2))
+    assert timed.filters.folders == ("Journal",), "the request's own filters stay"
+    assert timed.describe() == "Notes dated 23\u201329 November 2026"
+
+
+def test_an_explicit_date_filter_wins_and_a_question_without_time_has_no_scope() -> None:
+    assert scope("the garden last week", NOW, Filters(date_from=date(2026, 1, 1))) is None
+    assert scope("How do I water the tomatoes?", NOW, Filters()) is None
+
+
+def test_a_passage_in_the_margin_ranks_behind_one_in_the_range() -> None:
+    timed = scope("the garden last week", NOW, Filters())
+    assert timed is not None
+    dates = {0: (date(2026, 11, 21), date(2026, 11, 21)), 1: (date(2026, 11, 25), date(2026, 11, 25))}
+    ranked = reorder(fused(0.9, 0.6), dates, timed)
+    assert [item.candidate.chunk_id for item in ranked] == [1, 0]
+    assert ranked[1].score == 0.9 * SOFT_EDGE_SHARE
+
+
+def test_latest_puts_the_newest_relevant_first_and_leaves_the_weak_where_they_were() -> None:
+    timed = scope("my latest note on the Lisbon trip", NOW, Filters())
+    assert timed is not None and timed.filters.date_to == date(2026, 11, 30), "nothing dated after now"
+    dates = {
+        0: (date(2026, 5, 1), date(2026, 5, 1)),
+        1: (date(2026, 6, 1), date(2026, 6, 1)),
+        2: (date(2026, 11, 1), date(2026, 11, 1)),
+    }
+    ranked = reorder(fused(0.9, 0.8, 0.2), dates, timed)
+    assert [item.candidate.chunk_id for item in ranked] == [1, 0, 2]
+    assert timed.describe() == "Latest first"
