@@ -65,7 +65,9 @@ async def main() -> None:
         "The 61 time-aware questions of `demo/time-additions` (relative, absolute, latest, before/after an event, "
         "answers that changed), each asked as of its own `now`, of the demo vault with that dated year added (94 "
         "notes). Written from the notes alone by a helper who saw no code and no output, and committed before "
-        "anything ran on them; nothing was chosen on them. Hybrid arm, no language model. Recall@5 per kind.",
+        "anything ran on them. One change followed the first run on them, so these figures are once seen: 'latest' "
+        "counts only notes dated up to the asker's now (first run: nDCG@10 0.738, recall@5 0.779). Hybrid arm, no "
+        "language model. Recall@5 per kind.",
         "",
         table(["retrieval", "ndcg@10", "recall@5", "recall@5 by kind"],
               rows("dates ignored (`read_time: false`)", ignored) + rows("the question's time read", read)),
