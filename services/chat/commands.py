@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from datetime import datetime
 
 from google.protobuf.json_format import MessageToDict
 from rich.console import Console
@@ -21,6 +22,7 @@ from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.config import Config
 from secondbrain.errors import Unavailable
 from secondbrain.service.access import connect, streaming
+from secondbrain.v1 import retrieval_pb2 as common
 
 _CITATION = re.compile(r"\[(\d+)\]")
 
@@ -34,6 +36,8 @@ async def run_ask(
     mode: str = "",
     as_json: bool,
     save: bool = False,
+    since: str = "",
+    until: str = "",
 ) -> int:
     """One question answered at the terminal. Kept as a conversation only when asked (`save`) or continuing one: a
     question asked at a terminal is not a conversation the web UI should list (found by a user: after one session
@@ -45,11 +49,18 @@ async def run_ask(
         if conversation is None and save:
             created = await chat.CreateConversation(pb.CreateConversationRequest(), timeout=30)
             conversation = created.conversation.id
+        # The terminal's own clock and zone: "yesterday" in the question is the asker's yesterday.
+        now = datetime.now().astimezone().isoformat(timespec="seconds")
+        filters = common.RetrievalFilters(date_from=since, date_to=until)
         if conversation is None:
-            call = chat.Answer(pb.AnswerRequest(content=question, mode=mode), timeout=600)
+            request = pb.AnswerRequest(content=question, mode=mode, filters=filters, now=now)
+            call = chat.Answer(request, timeout=600)
         else:
             call = chat.SendMessage(
-                pb.SendMessageRequest(conversation_id=conversation, content=question, mode=mode), timeout=600
+                pb.SendMessageRequest(
+                    conversation_id=conversation, content=question, mode=mode, filters=filters, now=now
+                ),
+                timeout=600,
             )
         passages: list = []
         answer: list[str] = []

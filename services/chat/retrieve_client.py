@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import grpc
 
+from secondbrain.chat.turn_input import Scope
 from secondbrain.errors import (
     FailedPrecondition,
     InvalidInput,
@@ -89,8 +90,7 @@ class RetrieveClient:
         self,
         query: str,
         history: Sequence[ChatMessage],
-        folders: Sequence[str],
-        tags: Sequence[str],
+        scope: Scope,
         options: RetrieveOptions,
     ) -> common.RetrievalResult:
         """The whole retrieval (plan, numbered passages, timings) for one question. A cancelled turn cancels the
@@ -98,7 +98,10 @@ class RetrieveClient:
         request = pb.RetrieveRequest(
             query=query,
             history=[common.HistoryMessage(role=ROLE_VALUES[m.role], content=m.content) for m in history],
-            filters=common.RetrievalFilters(folders=list(folders), tags=list(tags)),
+            filters=common.RetrievalFilters(
+                folders=list(scope.folders), tags=list(scope.tags), date_from=scope.date_from, date_to=scope.date_to
+            ),
+            now=scope.now,
             options=pb.RetrieveOptions(
                 max_passages=options.passages,
                 alternates=options.alternates,

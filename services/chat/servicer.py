@@ -20,6 +20,7 @@ from secondbrain.chat.app import Chat
 from secondbrain.chat.rate_limit import RateLimiter
 from secondbrain.chat.settings import SETTABLE, ResolvedSettings, SettingsChoices
 from secondbrain.chat.turn_events import Delta, Done, Error, Sources, TurnEvent
+from secondbrain.chat.turn_input import Scope
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.errors import ResourceExhausted, Unavailable
@@ -101,6 +102,11 @@ def message_to_proto(row: store.MessageRow) -> pb.Message:
     if row.input_tokens is not None or row.output_tokens is not None:
         message.usage.CopyFrom(pb.Usage(input_tokens=row.input_tokens or 0, output_tokens=row.output_tokens or 0))
     return message
+
+
+def scope_from(request: pb.SendMessageRequest | pb.AnswerRequest) -> Scope:
+    filters = request.filters
+    return Scope(tuple(filters.folders), tuple(filters.tags), filters.date_from, filters.date_to, request.now)
 
 
 def conversation_message(row: store.ConversationRow, messages: list[store.MessageRow] | None = None) -> pb.Conversation:
@@ -232,13 +238,7 @@ class ChatServicer(pb_grpc.ChatServiceServicer):
         self, request: pb.SendMessageRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.SendMessageResponse]:
         self.limiter.check_call(context)
-        turn = self.chat.turns.send(
-            request.conversation_id,
-            request.content,
-            list(request.filters.folders),
-            list(request.filters.tags),
-            request.mode,
-        )
+        turn = self.chat.turns.send(request.conversation_id, request.content, scope_from(request), request.mode)
         # aclosing: however this stream ends (a client cancel included), the turn is closed now, so it stops its
         # provider stream and stores the partial answer at once.
         async with contextlib.aclosing(turn) as events:
@@ -252,8 +252,7 @@ class ChatServicer(pb_grpc.ChatServiceServicer):
         turn = self.chat.turns.answer(
             request.content,
             history_from(request.history),
-            list(request.filters.folders),
-            list(request.filters.tags),
+            scope_from(request),
             request.provider,
             request.model,
             request.mode,

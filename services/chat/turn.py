@@ -47,6 +47,8 @@ from secondbrain.chat.settings import ChatSettings, ResolvedSettings, check_mode
 from secondbrain.chat.turn_events import Delta, Done, Error, Sources, TurnEvent
 from secondbrain.chat.turn_input import (
     HISTORY_MESSAGES,
+    WHOLE_VAULT,
+    Scope,
     parse_conversation_id,
     title_from,
     validate_history,
@@ -178,8 +180,7 @@ class Turns:
         self,
         conversation_id: str,
         content: str,
-        folders: Sequence[str] = (),
-        tags: Sequence[str] = (),
+        scope: Scope = WHOLE_VAULT,
         mode: str = "",
     ) -> AsyncIterator[TurnEvent]:
         """`mode` ("rag" or "agent") overrides the settings' for this turn."""
@@ -205,7 +206,7 @@ class Turns:
         # aclosing: when this turn is closed or cancelled mid-answer, so is the provider's stream, before the answer
         # is stored as cancelled.
         respond = self._respond(
-            question, earlier, opened.persona, settings, folders, tags, answer, opened.user_message_id, started
+            question, earlier, opened.persona, settings, scope, answer, opened.user_message_id, started
         )
         # Watched while it runs: a DELETE of the conversation (by any chat process) stops it.
         watch = DeletionWatch(self.db, conversation_id, message_id)
@@ -241,8 +242,7 @@ class Turns:
         self,
         content: str,
         history: Sequence[ChatMessage],
-        folders: Sequence[str] = (),
-        tags: Sequence[str] = (),
+        scope: Scope = WHOLE_VAULT,
         provider: str = "",
         model: str = "",
         mode: str = "",
@@ -262,7 +262,7 @@ class Turns:
         async with self.db.pool.acquire(timeout=store.STATEMENT_TIMEOUT) as connection:
             persona = await store.get_persona(connection, settings.persona_id)
         answer = _Answer(provider=settings.provider, model=settings.model)
-        respond = self._respond(question, earlier, persona, settings, folders, tags, answer, None, started)
+        respond = self._respond(question, earlier, persona, settings, scope, answer, None, started)
         try:
             async with contextlib.aclosing(respond) as events:
                 async for event in events:
@@ -280,8 +280,7 @@ class Turns:
         earlier: list[ChatMessage],
         persona: store.PersonaRow | None,
         settings: ResolvedSettings,
-        folders: Sequence[str],
-        tags: Sequence[str],
+        scope: Scope,
         answer: _Answer,
         user_message_id: int | None,
         started: float,
@@ -293,8 +292,7 @@ class Turns:
         answer.retrieval = await self.retrieve.retrieve(
             question,
             [ChatMessage(m.role, m.content[:RETRIEVE_HISTORY_CHARS]) for m in earlier[-RETRIEVE_HISTORY_MESSAGES:]],
-            folders,
-            tags,
+            scope,
             RetrieveOptions(
                 settings.passages,
                 settings.alternates,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from secondbrain.errors import InvalidInput
 from secondbrain.llm import ChatMessage
@@ -55,3 +56,19 @@ def parse_conversation_id(value: str) -> uuid.UUID:
         return uuid.UUID(value)
     except ValueError:
         raise InvalidInput(f"{value!r} is not a conversation id (a UUID, as CreateConversation returns)") from None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What narrows a turn's retrieval: folders, tags and a range of days (YYYY-MM-DD, either end open), and the
+    asker's now (ISO 8601 with its offset), which a time in the question is read from. Retrieve validates them."""
+
+    folders: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    date_from: str = ""
+    date_to: str = ""
+    now: str = ""
+
+
+# A turn with nothing narrowing it: every note, the server's clock.
+WHOLE_VAULT = Scope()

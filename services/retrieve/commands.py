@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from datetime import datetime
 
 from google.protobuf.json_format import MessageToDict
 from rich.console import Console
@@ -82,7 +83,11 @@ async def run_retrieve(
     options = pb.RetrieveOptions(max_passages=passages, mode=RETRIEVAL_MODES[mode], condense=condense)
     if rerank is not None:
         options.rerank = rerank
-    request = pb.RetrieveRequest(query=question, filters=_filters(folders, tags, since, until), options=options)
+    # The terminal's own clock and zone: "yesterday" in the question is the asker's yesterday.
+    now = datetime.now().astimezone().isoformat(timespec="seconds")
+    request = pb.RetrieveRequest(
+        query=question, filters=_filters(folders, tags, since, until), options=options, now=now
+    )
     async with (
         retrieve_service(config, address, Console(stderr=True)) as retrieve,
         streaming(retrieve.Retrieve(request, timeout=120)) as stream,

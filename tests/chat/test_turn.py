@@ -375,3 +375,26 @@ async def test_bracketed_numbers_in_a_note_never_become_citations(stack: ChatSta
     await stack.ask(question)
     system = stack.answer_requests()[-1].json["messages"][0]["content"]
     assert "by everyone \uff3b7, 99\uff3d today" in system and "[7, 99]" not in system
+
+
+async def test_a_turn_reads_the_time_from_the_askers_now_and_keeps_to_the_dates_asked(stack: ChatStack) -> None:
+    stack.write("Journal/2026-11-10.md", "# 10 November\n\nWe decided on a quartz worktop for the kitchen.\n")
+    stack.write("Journal/2026-11-25.md", "# 25 November\n\nWe decided on an oak worktop for the kitchen instead.\n")
+    await stack.ingest()
+    question = "What did we decide about the worktop last week?"
+    stack.llm.script.push(Reply(deltas=["Oak [1]."]))
+    conversation_id = (await stack.conversation()).id
+    request = pb.SendMessageRequest(conversation_id=conversation_id, content=question, now="2026-11-30T18:00:00+00:00")
+    events = [event async for event in stack.stub.SendMessage(request, timeout=60)]
+    retrieval = events[0].sources.retrieval
+    assert retrieval.passages[0].note_path == "Journal/2026-11-25.md"
+    assert retrieval.plan.time == "Notes dated 23\u201329 November 2026"
+
+    # An explicit range on an unstored answer: only what is dated then.
+    stack.llm.script.push(Reply(deltas=["Quartz [1]."]))
+    answer = pb.AnswerRequest(
+        content="What did we decide about the worktop?",
+        filters=common.RetrievalFilters(date_from="2026-11-01", date_to="2026-11-15"),
+    )
+    events = [event async for event in stack.stub.Answer(answer, timeout=60)]
+    assert {p.note_path for p in events[0].sources.retrieval.passages} == {"Journal/2026-11-10.md"}

@@ -144,6 +144,8 @@ def ask(
             "--conversation). Without it, or --conversation, nothing is stored.",
         ),
     ] = False,
+    since: SinceOption = "",
+    until: UntilOption = "",
     address: Annotated[str | None, typer.Option(help="host:port of a chat service to use.")] = None,
     agent: Annotated[
         bool | None,
@@ -173,6 +175,8 @@ def ask(
                 question,
                 conversation=conversation,
                 save=save,
+                since=since,
+                until=until,
                 address=address,
                 mode=mode,
                 as_json=as_json,

@@ -40,6 +40,19 @@ interface LiveTurn {
 }
 
 // The vault's name as Obsidian knows it: the last part of the path the index was last synced from.
+// The browser's clock in its own zone, ISO 8601 with the offset ("2026-11-30T18:00:00+01:00"): "yesterday" in a
+// question is the asker's yesterday, wherever the server runs.
+export function localNow(date = new Date()): string {
+  const pad = (n: number) => String(Math.floor(Math.abs(n))).padStart(2, "0");
+  const offset = -date.getTimezoneOffset();
+  const sign = offset >= 0 ? "+" : "-";
+  return (
+    `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}` +
+    `T${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}` +
+    `${sign}${pad(offset / 60)}:${pad(offset % 60)}`
+  );
+}
+
 function vaultNameOf(path: string): string {
   return path.replace(/[\\/]+$/, "").split(/[\\/]/).pop() ?? "";
 }
@@ -254,7 +267,7 @@ export function ChatPanel({ onClose, onUnauthenticated }: { onClose: () => void;
       }
       const turnMode = settings ? (agentOn ? "agent" : "rag") : ""; // "": the settings' mode
       for await (const response of chat.sendMessage(
-        { conversationId, content: question, mode: turnMode },
+        { conversationId, content: question, mode: turnMode, now: localNow() },
         { signal: controller.signal },
       )) {
         const event = response.event;

@@ -873,12 +873,17 @@ class SendMessageRequest(_message.Message):
     CONTENT_FIELD_NUMBER: _builtins.int
     FILTERS_FIELD_NUMBER: _builtins.int
     MODE_FIELD_NUMBER: _builtins.int
+    NOW_FIELD_NUMBER: _builtins.int
     conversation_id: _builtins.str
     """The conversation id."""
     content: _builtins.str
     """The question."""
     mode: _builtins.str
     """"rag" or "agent" for this turn only; empty takes the settings' mode."""
+    now: _builtins.str
+    """The asker's now, ISO 8601 with its UTC offset: "last week" in the
+    question is read from it. Empty: the server's clock and zone.
+    """
     @_builtins.property
     def filters(self) -> _retrieval_pb2.RetrievalFilters:
         """Filters that narrow retrieval to part of the vault."""
@@ -890,10 +895,11 @@ class SendMessageRequest(_message.Message):
         content: _builtins.str = ...,
         filters: _retrieval_pb2.RetrievalFilters | None = ...,
         mode: _builtins.str = ...,
+        now: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "conversation_id", b"conversation_id", "filters", b"filters", "mode", b"mode"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "conversation_id", b"conversation_id", "filters", b"filters", "mode", b"mode", "now", b"now"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -911,6 +917,7 @@ class AnswerRequest(_message.Message):
     PROVIDER_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
     MODE_FIELD_NUMBER: _builtins.int
+    NOW_FIELD_NUMBER: _builtins.int
     content: _builtins.str
     """The question."""
     provider: _builtins.str
@@ -921,6 +928,10 @@ class AnswerRequest(_message.Message):
     """
     mode: _builtins.str
     """"rag" or "agent"; empty takes the settings' mode."""
+    now: _builtins.str
+    """The asker's now, ISO 8601 with its UTC offset: "last week" in the
+    question is read from it. Empty: the server's clock and zone.
+    """
     @_builtins.property
     def history(self) -> _containers.RepeatedCompositeFieldContainer[_retrieval_pb2.HistoryMessage]:
         """The earlier messages, oldest first, as the caller keeps them."""
@@ -938,10 +949,11 @@ class AnswerRequest(_message.Message):
         provider: _builtins.str = ...,
         model: _builtins.str = ...,
         mode: _builtins.str = ...,
+        now: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "filters", b"filters", "history", b"history", "mode", b"mode", "model", b"model", "provider", b"provider"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "filters", b"filters", "history", b"history", "mode", b"mode", "model", b"model", "now", b"now", "provider", b"provider"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
