@@ -18,6 +18,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from secondbrain.date_sources import said
 from secondbrain.llm import ChatMessage, ChatRequest, SourcePassage
 from secondbrain.llm.tokens import MESSAGE_OVERHEAD_TOKENS, count_message_tokens, count_tokens, fit_history
 from secondbrain.v1 import retrieval_pb2 as common
@@ -44,12 +45,14 @@ class Budget:
 
 
 def passage_heading(passage: common.Passage) -> str:
-    """`[n] Title > Heading > Sub (path, lines a-b)`: what a model needs to cite it and a person to find it. Only the
-    `[n]` is a citation: the rest is the note's own text, quoted."""
+    """`[n] Title > Heading > Sub (path, lines a-b, dated 2026-01-20)`: what a model needs to cite it, to tell the
+    newer of two passages that disagree, and for a person to find it. Only the `[n]` is a citation: the rest is the
+    note's own text, quoted. A date read only from the file's modification time is left out (`said`)."""
     where = [passage.note_title] if passage.note_title else []
     where += [heading for heading in passage.heading_path if heading != passage.note_title]
     label = " > ".join(where) or passage.note_path
-    where_exactly = f"{label} ({passage.note_path}, lines {passage.start_line}-{passage.end_line})"
+    when = f", {dated}" if (dated := said(passage.date, passage.date_source)) else ""
+    where_exactly = f"{label} ({passage.note_path}, lines {passage.start_line}-{passage.end_line}{when})"
     return f"[{passage.number}] {quoted(where_exactly)}"
 
 

@@ -24,9 +24,8 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import PurePosixPath
 from typing import Any
 
-FILE_NAME = "file name"
-MODIFIED = "modification time"
-HEADING = "heading"
+from secondbrain.date_sources import FILE_NAME, FRONT_MATTER, HEADING, MODIFIED
+
 # Front matter keys in the order they are read: a note's own date, then when it was made, then last changed.
 FRONT_MATTER_KEYS = ("date", "created", "updated", "modified")
 
@@ -73,7 +72,7 @@ def note_date(path: str, frontmatter: Mapping[str, Any], mtime: datetime, warnin
                 "by the next source"
             )
             continue
-        return DateSpan(day, day, f"front matter {key}")
+        return DateSpan(day, day, f"{FRONT_MATTER} {key}")
     day = mtime.astimezone(UTC).date()
     return DateSpan(day, day, MODIFIED)
 

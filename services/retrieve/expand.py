@@ -98,6 +98,9 @@ class Excerpt:
     end_line: int
     text: str
     chunk_indexes: list[int]
+    # The days its chunks are from ("2026-01-20", "2026-01-19..2026-01-25"), and where that was read; "" undated.
+    date: str = field(default="", kw_only=True)
+    date_source: str = field(default="", kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -153,7 +156,18 @@ def assemble(span: Span, available: dict[tuple[int, int], ChunkRow]) -> PassageT
         chunk_indexes=[c.chunk_index for c in chunks],
         tokens=sum(c.token_count for c in chunks),
         best_rank=span.best_rank,
+        date=_span_date(chunks),
+        date_source=winner.date_source,
     )
+
+
+def _span_date(chunks: Sequence[ChunkRow]) -> str:
+    """The days `chunks` are from together: one day, or the first to the last; "" when one is not dated."""
+    if any(c.date_start is None or c.date_end is None for c in chunks):
+        return ""
+    first = min(c.date_start for c in chunks if c.date_start)
+    last = max(c.date_end for c in chunks if c.date_end)
+    return first.isoformat() if first == last else f"{first.isoformat()}..{last.isoformat()}"
 
 
 def within_budget(passages: Sequence[PassageText], budget: int, limit: int) -> list[PassageText]:

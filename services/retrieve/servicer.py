@@ -114,6 +114,8 @@ def passage_message(passage: Passage) -> common.Passage:
         vector_rank=passage.vector_rank or 0,
         fused_score=passage.fused_score,
         via_link=passage.via_link,
+        date=passage.date,
+        date_source=passage.date_source,
     )
     if passage.rerank_score is not None:
         message.rerank_score = passage.rerank_score

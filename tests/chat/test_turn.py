@@ -389,6 +389,10 @@ async def test_a_turn_reads_the_time_from_the_askers_now_and_keeps_to_the_dates_
     retrieval = events[0].sources.retrieval
     assert retrieval.passages[0].note_path == "Journal/2026-11-25.md"
     assert retrieval.plan.time == "Notes dated 23\u201329 November 2026"
+    # The model reads each passage's date beside it, and is told to lead with the newer of two that disagree.
+    system = stack.answer_requests()[-1].json["messages"][0]["content"]
+    assert "(Journal/2026-11-25.md, lines 3-3, dated 2026-11-25)" in system, system
+    assert "the later one is the newer decision" in system
 
     # An explicit range on an unstored answer: only what is dated then.
     stack.llm.script.push(Reply(deltas=["Quartz [1]."]))

@@ -8,11 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from secondbrain.date_sources import FILE_NAME, HEADING, MODIFIED
 from secondbrain.ingest.note import parse_note
 from secondbrain.ingest.note_dates import (
-    FILE_NAME,
-    HEADING,
-    MODIFIED,
     DateSpan,
     file_name_date,
     heading_date,

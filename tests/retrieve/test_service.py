@@ -292,6 +292,7 @@ async def test_last_week_in_the_question_finds_that_weeks_note_as_of_the_askers_
     question = "What did we decide about the worktop last week?"
     plan, passages = await stack.retrieve(question, **NO_CONDENSE, now="2026-11-30T18:00:00+00:00")
     assert passages[0].note_path == "Journal/2026-11-25.md"
+    assert (passages[0].date, passages[0].date_source) == ("2026-11-25", "file name")
     assert plan.time == "Notes dated 23\u201329 November 2026"
     assert plan.queries[0].text == "What did we decide about the worktop?", "the time's words are not searched"
     # The same words asked two weeks earlier mean another week.

@@ -15,8 +15,9 @@ from typing import Any
 import asyncpg
 import numpy as np
 
+from secondbrain.date_sources import MODIFIED
 from secondbrain.ingest.note import WikiLink
-from secondbrain.ingest.note_dates import MODIFIED, DateSpan
+from secondbrain.ingest.note_dates import DateSpan
 
 
 @dataclass(frozen=True)

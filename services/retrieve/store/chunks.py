@@ -24,6 +24,9 @@ class ChunkRow:
     token_count: int
     path: str
     title: str
+    date_start: date | None = None
+    date_end: date | None = None
+    date_source: str = ""
 
 
 async def chunks_around(
@@ -45,7 +48,7 @@ async def chunks_around(
         in_range = p.filters(Filters(date_from=dated.date_from, date_to=dated.date_to), "f", "c")
     statement = p.statement(f"""
         SELECT c.id, c.file_id, c.chunk_index, c.heading_path, c.start_line, c.end_line, c.content, c.token_count,
-               f.path, f.title
+               f.path, f.title, c.date_start, c.date_end, c.date_source
         FROM unnest({file_ids}::bigint[], {indexes}::int[]) AS w(file_id, chunk_index)
         JOIN vault_chunks c
           ON c.file_id = w.file_id AND c.chunk_index BETWEEN w.chunk_index - {radius_p} AND w.chunk_index + {radius_p}
@@ -66,6 +69,9 @@ async def chunks_around(
             r["token_count"],
             r["path"],
             r["title"],
+            r["date_start"],
+            r["date_end"],
+            r["date_source"],
         )
         for r in unique.values()
     ]

@@ -7,6 +7,7 @@ import textwrap
 from collections.abc import Sequence
 
 from secondbrain.chat.citations import check_citations
+from secondbrain.date_sources import said
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.v1 import retrieval_pb2 as common
 
@@ -41,7 +42,8 @@ def search_results(response: pb.SearchResponse, query: str) -> str:
 
 def passage_label(passage: common.Passage) -> str:
     heading = f" > {_heading(passage.heading_path)}" if passage.heading_path else ""
-    return f"[{passage.number}] {passage.note_path}{heading}, lines {passage.start_line}-{passage.end_line}"
+    when = f", {dated}" if (dated := said(passage.date, passage.date_source)) else ""
+    return f"[{passage.number}] {passage.note_path}{heading}, lines {passage.start_line}-{passage.end_line}{when}"
 
 
 def passages(found: Sequence[common.Passage], question: str) -> str:

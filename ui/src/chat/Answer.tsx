@@ -33,6 +33,13 @@ export function obsidianUrl(vaultName: string, notePath: string): string {
 
 // The passage panel. Escape closes it (ChatPanel listens, so that only the topmost of it and the settings closes),
 // and so does a click anywhere outside it but on another citation, which shows that passage instead.
+// A passage's date as a person reads it: "20 Jan 2026", or "19 Jan 2026 – 25 Jan 2026" for a span.
+export function dateWords(date: string): string {
+  const format = (day: string) =>
+    new Date(`${day}T00:00:00`).toLocaleDateString(undefined, { day: "numeric", month: "short", year: "numeric" });
+  return date.split("..").map(format).join(" – ");
+}
+
 export function PassageView({
   passage,
   vaultName,
@@ -69,6 +76,11 @@ export function PassageView({
         <span className="lines">
           lines {passage.startLine}–{passage.endLine}
         </span>
+        {passage.date && passage.dateSource !== "modification time" ? (
+          <span className="date-chip" title={`Dated by its ${passage.dateSource}`}>
+            {dateWords(passage.date)}
+          </span>
+        ) : null}
         {vaultName ? (
           <a className="obsidian" href={obsidianUrl(vaultName, passage.notePath)}>
             Open in Obsidian

@@ -291,6 +291,8 @@ class Passage(_message.Message):
     FUSED_SCORE_FIELD_NUMBER: _builtins.int
     RERANK_SCORE_FIELD_NUMBER: _builtins.int
     VIA_LINK_FIELD_NUMBER: _builtins.int
+    DATE_FIELD_NUMBER: _builtins.int
+    DATE_SOURCE_FIELD_NUMBER: _builtins.int
     number: _builtins.int
     """The number the model cites, starting at 1."""
     note_path: _builtins.str
@@ -317,6 +319,14 @@ class Passage(_message.Message):
     """The reranker's score; unset when no reranker ran."""
     via_link: _builtins.bool
     """Whether the passage joined as a note linked from a top passage rather than by search."""
+    date: _builtins.str
+    """The days the passage is from: "2026-01-20", or a span
+    "2026-01-19..2026-01-25"; empty when not dated yet.
+    """
+    date_source: _builtins.str
+    """Where its date was read: "file name", "front matter date" (or created,
+    updated, modified), "heading", or "modification time" (the file's).
+    """
     @_builtins.property
     def heading_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The headings above the passage, outermost first."""
@@ -342,10 +352,12 @@ class Passage(_message.Message):
         fused_score: _builtins.float = ...,
         rerank_score: _builtins.float | None = ...,
         via_link: _builtins.bool = ...,
+        date: _builtins.str = ...,
+        date_source: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_rerank_score", b"_rerank_score", "rerank_score", b"rerank_score"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank_score", b"_rerank_score", "chunk_indexes", b"chunk_indexes", "end_line", b"end_line", "fused_score", b"fused_score", "heading_path", b"heading_path", "lexical_rank", b"lexical_rank", "note_path", b"note_path", "note_title", b"note_title", "number", b"number", "rerank_score", b"rerank_score", "score", b"score", "start_line", b"start_line", "text", b"text", "vector_rank", b"vector_rank", "via_link", b"via_link"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank_score", b"_rerank_score", "chunk_indexes", b"chunk_indexes", "date", b"date", "date_source", b"date_source", "end_line", b"end_line", "fused_score", b"fused_score", "heading_path", b"heading_path", "lexical_rank", b"lexical_rank", "note_path", b"note_path", "note_title", b"note_title", "number", b"number", "rerank_score", b"rerank_score", "score", b"score", "start_line", b"start_line", "text", b"text", "vector_rank", b"vector_rank", "via_link", b"via_link"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__rerank_score: _TypeAlias = _typing.Literal["rerank_score"]  # noqa: Y015
     _WhichOneofArgType__rerank_score: _TypeAlias = _typing.Literal["_rerank_score", b"_rerank_score"]  # noqa: Y015
