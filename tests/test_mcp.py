@@ -71,6 +71,20 @@ async def test_an_assistant_lists_and_calls_every_note_tool(mcp_env: dict[str, s
 
         listed = await session.call_tool("list_notes", {"folder": "Journal"})
         assert "Journal/2026-01-20.md" in listed.content[0].text and "2 of 2 notes" in listed.content[0].text
+        # A journal newest first, each note with its date; and what a range of days holds.
+        newest = (await session.call_tool("list_notes", {"folder": "Journal", "order": "newest"})).content[0].text
+        assert newest.splitlines()[1:] == [
+            "- Journal/2026-03-02.md: Journal 2026-03-02 (9 lines, dated 2026-03-02)  tags: #journal",
+            "- Journal/2026-01-20.md: Journal 2026-01-20 (11 lines, dated 2026-01-20)  tags: #journal",
+        ], newest
+        january = await session.call_tool(
+            "retrieve_passages",
+            {"question": "What did Marta and I agree?", "since": "2026-01-01", "until": "2026-01-31"},
+        )
+        assert "[1] Journal/2026-01-20.md" in january.content[0].text and "dated 2026-01-20" in january.content[0].text
+        assert "Journal/2026-03-02.md" not in january.content[0].text
+        bad_day = await session.call_tool("search_notes", {"query": "kitchen", "since": "last week"})
+        assert bad_day.is_error and "since" in bad_day.content[0].text
 
         links = await session.call_tool("note_links", {"path": KITCHEN})
         assert "[[Journal/2026-01-20]] → Journal/2026-01-20.md" in links.content[0].text

@@ -202,10 +202,22 @@ class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
         )
 
     async def ListNotes(self, request: pb.ListNotesRequest, context: grpc.aio.ServicerContext) -> pb.ListNotesResponse:
-        listed = await note_reading.list_notes(self.retriever.db.pool, filters_from(request.filters), request.limit)
+        if request.order not in pb.ListOrder.values():
+            raise InvalidInput(f"unknown list order {request.order}")
+        newest = request.order == pb.LIST_ORDER_NEWEST
+        listed = await note_reading.list_notes(
+            self.retriever.db.pool, filters_from(request.filters), request.limit, newest
+        )
         return pb.ListNotesResponse(
             notes=[
-                pb.NoteSummary(path=note.path, title=note.title, tags=note.tags, last_line=note.last_line)
+                pb.NoteSummary(
+                    path=note.path,
+                    title=note.title,
+                    tags=note.tags,
+                    last_line=note.last_line,
+                    date=note.date,
+                    date_source=note.date_source,
+                )
                 for note in listed.notes
             ],
             total=listed.total,

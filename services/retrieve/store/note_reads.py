@@ -9,6 +9,7 @@ nothing to read.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 import asyncpg
 
@@ -37,6 +38,9 @@ class ListedNote:
     # Lines in the body, and the file line it starts on (1 when not known yet).
     body_lines: int
     body_start_line: int
+    # The days it is from ("2026-01-20", "2026-01-19..2026-01-25") and where that was read; "" not dated yet.
+    date: str = ""
+    date_source: str = ""
 
     @property
     def last_line(self) -> int:
@@ -82,8 +86,11 @@ async def notes_named(connection: asyncpg.Connection, name: str, limit: int = 5)
     return [row["path"] for row in rows]
 
 
-async def list_notes(connection: asyncpg.Connection, filters: Filters, limit: int) -> tuple[list[ListedNote], int]:
-    """Up to `limit` notes the filters let through, by path, and how many there are in all."""
+async def list_notes(
+    connection: asyncpg.Connection, filters: Filters, limit: int, newest_first: bool = False
+) -> tuple[list[ListedNote], int]:
+    """Up to `limit` notes the filters let through, by path (or newest first, by date), and how many there are in
+    all."""
     p = Params()
     where = f"{_READABLE} AND {p.filters(filters, 'f')}"
     limit_p = p.add(limit)
@@ -91,16 +98,21 @@ async def list_notes(connection: asyncpg.Connection, filters: Filters, limit: in
         SELECT path, title, tags,
                -- Lines as GetNote counts them: a final newline ends the last line rather than starting one.
                length(body) - length(replace(body, E'\\n', '')) + 1 - (body LIKE E'%\\n')::int AS body_lines,
-               coalesce(body_start_line, 1) AS body_start_line, count(*) OVER () AS total
+               coalesce(body_start_line, 1) AS body_start_line, count(*) OVER () AS total,
+               date_start, date_end, date_source
         FROM vault_files f
         WHERE {where}
-        ORDER BY path
+        ORDER BY {"date_end DESC NULLS LAST, path" if newest_first else "path"}
         LIMIT {limit_p}
         """)
     rows = await fetch(connection, statement, vector_scan=False)
     notes = [
-        ListedNote(r["path"], r["title"], list(r["tags"]), r["body_lines"] or 1, r["body_start_line"]) for r in rows
-    ]
+        ListedNote(
+            r["path"], r["title"], list(r["tags"]), r["body_lines"] or 1, r["body_start_line"],
+            _span(r["date_start"], r["date_end"]), r["date_source"],
+        )
+        for r in rows
+    ]  # fmt: skip
     if rows:
         return notes, int(rows[0]["total"])
     # Past the end of a short list (limit 0 is not asked for): count alone.
@@ -145,3 +157,9 @@ async def note_links(connection: asyncpg.Connection, path: str) -> tuple[list[St
 
 def _link(row: asyncpg.Record) -> StoredLink:
     return StoredLink(row["path"], row["target"], row["heading"], row["line"], row["is_embed"])
+
+
+def _span(start: date | None, end: date | None) -> str:
+    if start is None or end is None:
+        return ""
+    return start.isoformat() if start == end else f"{start.isoformat()}..{end.isoformat()}"

@@ -72,13 +72,14 @@ def note(response: pb.GetNoteResponse, read: common.Passage | None) -> str:
     return f"{header}\n\n{read.text}{more}"
 
 
-def note_list(response: pb.ListNotesResponse) -> str:
+def note_list(response: pb.ListNotesResponse, newest_first: bool = False) -> str:
     if not response.notes:
         return "No indexed note matches."
-    lines = [f"{len(response.notes)} of {response.total} notes, by path:"]
+    lines = [f"{len(response.notes)} of {response.total} notes, {'newest first' if newest_first else 'by path'}:"]
     for summary in response.notes:
         tags = f"  tags: {_tags(summary.tags)}" if summary.tags else ""
-        lines.append(f"- {summary.path}: {summary.title} ({summary.last_line} lines){tags}")
+        when = f", {dated}" if (dated := said(summary.date, summary.date_source)) else ""
+        lines.append(f"- {summary.path}: {summary.title} ({summary.last_line} lines{when}){tags}")
     if response.total > len(response.notes):
         lines.append(f"({response.total - len(response.notes)} more: narrow by folder or tag, or raise the limit.)")
     return "\n".join(lines)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Annotated, Any, Literal
 
 import grpc
@@ -81,10 +82,19 @@ class _Arguments(BaseModel):
 class _Filtered(_Arguments):
     folder: str | None = Field(default=None, description="Only notes under this vault folder, e.g. 'Projects'.")
     tag: str | None = Field(default=None, description="Only notes with this tag (without '#') or a child of it.")
+    since: date | None = Field(
+        default=None,
+        description="Only what is dated on or after this day (YYYY-MM-DD): a daily note's day, a note's front "
+        "matter date, a running log's dated heading. Use it when the question names a time.",
+    )
+    until: date | None = Field(default=None, description="Only what is dated on or before this day (YYYY-MM-DD).")
 
     def filters(self) -> common.RetrievalFilters:
         return common.RetrievalFilters(
-            folders=[self.folder] if self.folder else [], tags=[self.tag.lstrip("#")] if self.tag else []
+            folders=[self.folder] if self.folder else [],
+            tags=[self.tag.lstrip("#")] if self.tag else [],
+            date_from=self.since.isoformat() if self.since else "",
+            date_to=self.until.isoformat() if self.until else "",
         )
 
 
@@ -115,6 +125,9 @@ class ReadNote(_Arguments):
 
 class ListNotes(_Filtered):
     limit: int = Field(default=100, ge=1, le=1000, description="The most notes to list.")
+    order: Literal["path", "newest"] = Field(
+        default="path", description="path: by path; newest: newest first, by the note's date (e.g. a journal)."
+    )
 
 
 class NoteLinks(_Arguments):
@@ -130,8 +143,10 @@ async def _check_filters_name_notes(services: NoteServices, args: _Filtered) -> 
     that does not exist), which "nothing answers" would hide."""
     if not (args.folder or args.tag):
         return
+    # The folder and tag alone: a folder with no note dated in the range still exists.
+    where_only = common.RetrievalFilters(folders=args.filters().folders, tags=args.filters().tags)
     listed = await services.retrieve.ListNotes(
-        pb.ListNotesRequest(filters=args.filters(), limit=1), timeout=CALL_TIMEOUT_SECONDS
+        pb.ListNotesRequest(filters=where_only, limit=1), timeout=CALL_TIMEOUT_SECONDS
     )
     if listed.total:
         return
@@ -213,10 +228,11 @@ async def _read_note(services: NoteServices, args: ReadNote) -> Found:
 
 
 async def _list_notes(services: NoteServices, args: ListNotes) -> Found:
-    request = pb.ListNotesRequest(filters=args.filters(), limit=args.limit)
+    order = pb.LIST_ORDER_NEWEST if args.order == "newest" else pb.LIST_ORDER_PATH
+    request = pb.ListNotesRequest(filters=args.filters(), limit=args.limit, order=order)
     response = await services.retrieve.ListNotes(request, timeout=CALL_TIMEOUT_SECONDS)
     return Found(
-        render=lambda _: formatting.note_list(response),
+        render=lambda _: formatting.note_list(response, newest_first=args.order == "newest"),
         summary=lambda _: f"Listed {len(response.notes)} of {_plural(response.total, 'note')}",
     )
 

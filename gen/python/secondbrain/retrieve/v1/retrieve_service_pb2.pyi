@@ -48,6 +48,34 @@ SEARCH_MODE_SEMANTIC: SearchMode.ValueType  # 3
 """Meaning, by embedding similarity."""
 Global___SearchMode: _TypeAlias = SearchMode  # noqa: Y015
 
+class _ListOrder:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ListOrderEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ListOrder.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    LIST_ORDER_UNSPECIFIED: _ListOrder.ValueType  # 0
+    """By path."""
+    LIST_ORDER_PATH: _ListOrder.ValueType  # 1
+    """By path."""
+    LIST_ORDER_NEWEST: _ListOrder.ValueType  # 2
+    """Newest first, by the note's date (its daily-note name, front matter or
+    modification time), then by path.
+    """
+
+class ListOrder(_ListOrder, metaclass=_ListOrderEnumTypeWrapper):
+    """How ListNotes orders the notes."""
+
+LIST_ORDER_UNSPECIFIED: ListOrder.ValueType  # 0
+"""By path."""
+LIST_ORDER_PATH: ListOrder.ValueType  # 1
+"""By path."""
+LIST_ORDER_NEWEST: ListOrder.ValueType  # 2
+"""Newest first, by the note's date (its daily-note name, front matter or
+modification time), then by path.
+"""
+Global___ListOrder: _TypeAlias = ListOrder  # noqa: Y015
+
 @_typing.final
 class RetrieveRequest(_message.Message):
     """A question to retrieve passages for."""
@@ -500,8 +528,11 @@ class ListNotesRequest(_message.Message):
 
     FILTERS_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
+    ORDER_FIELD_NUMBER: _builtins.int
     limit: _builtins.int
     """The most notes to return; 0 takes 100. At most 1000."""
+    order: Global___ListOrder.ValueType
+    """The order of the list; unspecified is by path."""
     @_builtins.property
     def filters(self) -> _retrieval_pb2.RetrievalFilters:
         """Filters that narrow the list to part of the vault."""
@@ -511,10 +542,11 @@ class ListNotesRequest(_message.Message):
         *,
         filters: _retrieval_pb2.RetrievalFilters | None = ...,
         limit: _builtins.int = ...,
+        order: Global___ListOrder.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters", "limit", b"limit"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters", "limit", b"limit", "order", b"order"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -558,12 +590,18 @@ class NoteSummary(_message.Message):
     TITLE_FIELD_NUMBER: _builtins.int
     TAGS_FIELD_NUMBER: _builtins.int
     LAST_LINE_FIELD_NUMBER: _builtins.int
+    DATE_FIELD_NUMBER: _builtins.int
+    DATE_SOURCE_FIELD_NUMBER: _builtins.int
     path: _builtins.str
     """The note's vault-relative path."""
     title: _builtins.str
     """The note's title."""
     last_line: _builtins.int
     """The note's last line."""
+    date: _builtins.str
+    """The days the note is from ("2026-01-20", or "2026-01-19..2026-01-25")."""
+    date_source: _builtins.str
+    """Where its date was read ("file name", "front matter date", ...)."""
     @_builtins.property
     def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The note's tags."""
@@ -575,10 +613,12 @@ class NoteSummary(_message.Message):
         title: _builtins.str = ...,
         tags: _abc.Iterable[_builtins.str] | None = ...,
         last_line: _builtins.int = ...,
+        date: _builtins.str = ...,
+        date_source: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["last_line", b"last_line", "path", b"path", "tags", b"tags", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["date", b"date", "date_source", b"date_source", "last_line", b"last_line", "path", b"path", "tags", b"tags", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
