@@ -24,7 +24,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import PurePosixPath
 from typing import Any
 
-from secondbrain.date_sources import FILE_NAME, FRONT_MATTER, HEADING, MODIFIED
+from secondbrain.date_sources import FILE_NAME, FRONT_MATTER, HEADING, MODIFIED, span_text
 
 # Front matter keys in the order they are read: a note's own date, then when it was made, then last changed.
 FRONT_MATTER_KEYS = ("date", "created", "updated", "modified")
@@ -53,7 +53,7 @@ class DateSpan:
     source: str
 
     def __str__(self) -> str:
-        return self.start.isoformat() if self.start == self.end else f"{self.start.isoformat()}..{self.end.isoformat()}"
+        return span_text(self.start, self.end)
 
 
 def note_date(path: str, frontmatter: Mapping[str, Any], mtime: datetime, warnings: list[str]) -> DateSpan:

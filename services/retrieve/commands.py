@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from secondbrain.config import Config
+from secondbrain.date_sources import said
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
 from secondbrain.service.access import connect, streaming
@@ -61,8 +62,10 @@ async def run_search(
     for rank, hit in enumerate(response.hits, start=1):
         tags = " ".join(f"#{tag}" for tag in hit.tags)
         related = "  [dim](related by meaning)[/dim]" if not hit.contains_query else ""
+        dated = said(hit.date, hit.date_source)
         console.print(
             f"[bold]{rank}. {escape(hit.title)}[/bold]  [dim]{escape(hit.path)}[/dim]  {escape(tags)}{related}"
+            + (f"  [dim]{escape(dated)}[/dim]" if dated else "")
         )
         if hit.snippet:
             # The matched words in the terminal's own emphasis, at the ranges the API gives (the snippet's own `**` is

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from secondbrain.block_windows import join_windows
+from secondbrain.date_sources import span_text
 from secondbrain.retrieve.chunk_text import body_of
 from secondbrain.retrieve.store import ChunkRow
 
@@ -165,9 +166,7 @@ def _span_date(chunks: Sequence[ChunkRow]) -> str:
     """The days `chunks` are from together: one day, or the first to the last; "" when one is not dated."""
     if any(c.date_start is None or c.date_end is None for c in chunks):
         return ""
-    first = min(c.date_start for c in chunks if c.date_start)
-    last = max(c.date_end for c in chunks if c.date_end)
-    return first.isoformat() if first == last else f"{first.isoformat()}..{last.isoformat()}"
+    return span_text(min(c.date_start for c in chunks if c.date_start), max(c.date_end for c in chunks if c.date_end))
 
 
 def within_budget(passages: Sequence[PassageText], budget: int, limit: int) -> list[PassageText]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import asyncpg
 import numpy as np
 
+from secondbrain.date_sources import span_text
 from secondbrain.errors import InvalidInput
 from secondbrain.retrieve import snippets, store
 from secondbrain.retrieve.chunk_text import without_prefix
@@ -42,6 +43,9 @@ class NoteHit:
     # Where the matched words are in `snippet`: [start, end) in code points. Offsets, not markers in the text: a
     # marker such as `**` is also the note's own bold (found by a user: the note's bold "Worktop" was highlighted).
     highlights: list[tuple[int, int]] = field(default_factory=list)
+    # The days the note is from ("2026-01-20", "2026-01-19..2026-01-25") and where that was read; "" not dated yet.
+    date: str = ""
+    date_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -147,4 +151,6 @@ def _hit(row: asyncpg.Record, text: str) -> NoteHit:
         tags=list(row["tags"]),
         heading_path=list(row["heading_path"]),
         contains=bool(row["contains"]),
+        date=span_text(row["date_start"], row["date_end"]),
+        date_source=row["date_source"] or "",
     )

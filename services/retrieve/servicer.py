@@ -179,6 +179,8 @@ class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
                     heading_path=hit.heading_path,
                     contains_query=hit.contains,
                     highlights=[pb.TextRange(start=start, end=end) for start, end in hit.highlights],
+                    date=hit.date,
+                    date_source=hit.date_source,
                 )
                 for hit in result.hits
             ],

@@ -1,4 +1,9 @@
-"""Where a note's or passage's date was read (ingest writes these with each date; a passage's reader shows them)."""
+"""Where a note's or passage's date was read (ingest writes these with each date; a passage's reader shows them),
+and how dates are written out."""
+
+from __future__ import annotations
+
+from datetime import date
 
 FILE_NAME = "file name"
 HEADING = "heading"
@@ -14,3 +19,10 @@ def said(date: str, source: str) -> str:
     if not date or source == MODIFIED:
         return ""
     return f"dated {date.replace('..', ' to ')}"
+
+
+def span_text(start: date | None, end: date | None) -> str:
+    """Days as the API writes them: "2026-01-20", or "2026-01-19..2026-01-25" for a span; "" when not dated."""
+    if start is None or end is None:
+        return ""
+    return start.isoformat() if start == end else f"{start.isoformat()}..{end.isoformat()}"

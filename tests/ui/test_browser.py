@@ -398,6 +398,29 @@ async def test_tables_lists_and_wikilinks_render_in_snippets_and_in_the_passage(
     await page.screenshot(path=SCREENSHOTS / "passage-table-list-wikilink.png")
 
 
+async def test_search_by_dates_and_each_note_shows_its_day(gateway: Gateway, page: Page) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    gateway.chat.write("Journal/2026-01-20.md", "# 20 January 2026\n\nChose the quartz worktop.\n")
+    gateway.chat.write("Journal/2026-03-02.md", "# 2 March 2026\n\nThe worktop was fitted.\n")
+    await gateway.chat.ingest()
+    hits = page.get_by_test_id("hit")
+    await page.get_by_label("Search", exact=True).fill("worktop")
+    await page.get_by_label("Dated from").fill("2026-01-01")
+    await page.get_by_label("Dated to").fill("2026-01-31")
+    await page.get_by_role("button", name="Search").click()
+    await expect(hits).to_have_count(1)
+    await expect(hits.first).to_contain_text("Journal/2026-01-20.md")
+    chip = hits.first.locator(".date-chip")
+    await expect(chip).to_contain_text("2026")
+    await expect(chip).to_have_attribute("title", "Dated by its file name")
+    await page.screenshot(path=SCREENSHOTS / "search-dated.png")
+    # Without the range, both days are found.
+    await page.get_by_label("Dated to").fill("")
+    await page.get_by_label("Dated from").fill("")
+    await page.get_by_role("button", name="Search").click()
+    await expect(hits).to_have_count(2)
+
+
 async def test_a_service_that_is_down_is_said_plainly(gateway: Gateway, page: Page) -> None:
     await gateway.chat.stop_chat()
     await page.get_by_role("button", name="Open chat").click()

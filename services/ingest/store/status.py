@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 
 import asyncpg
 
+from secondbrain.date_sources import span_text
 from secondbrain.db.embedding_model import ModelRecord, current_model
 from secondbrain.db.sql import like_escape
 
@@ -61,7 +62,7 @@ async def index_status(connection: asyncpg.Connection, include_files: bool, path
         files = [
             FileStatusRow(
                 r["path"], r["status"], r["status_reason"], r["chunks"], r["indexed_at"],
-                _span(r["date_start"], r["date_end"]), r["date_source"],
+                span_text(r["date_start"], r["date_end"]), r["date_source"],
             )
             for r in rows
         ]  # fmt: skip
@@ -75,9 +76,3 @@ async def index_status(connection: asyncpg.Connection, include_files: bool, path
         vault_path=run["vault_path"] if run else "",
         files=files,
     )
-
-
-def _span(start: date | None, end: date | None) -> str:
-    if start is None or end is None:
-        return ""
-    return start.isoformat() if start == end else f"{start.isoformat()}..{end.isoformat()}"

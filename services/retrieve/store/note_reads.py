@@ -9,10 +9,10 @@ nothing to read.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
 
 import asyncpg
 
+from secondbrain.date_sources import span_text
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.store.statement import Params, fetch, link_resolves
 
@@ -109,7 +109,7 @@ async def list_notes(
     notes = [
         ListedNote(
             r["path"], r["title"], list(r["tags"]), r["body_lines"] or 1, r["body_start_line"],
-            _span(r["date_start"], r["date_end"]), r["date_source"],
+            span_text(r["date_start"], r["date_end"]), r["date_source"],
         )
         for r in rows
     ]  # fmt: skip
@@ -157,9 +157,3 @@ async def note_links(connection: asyncpg.Connection, path: str) -> tuple[list[St
 
 def _link(row: asyncpg.Record) -> StoredLink:
     return StoredLink(row["path"], row["target"], row["heading"], row["line"], row["is_embed"])
-
-
-def _span(start: date | None, end: date | None) -> str:
-    if start is None or end is None:
-        return ""
-    return start.isoformat() if start == end else f"{start.isoformat()}..{end.isoformat()}"

@@ -195,7 +195,8 @@ def lexical_notes_statement(text: str, filters: Filters, limit: int) -> Statemen
     snippets = _snippet_columns(p, "true", "'{}'::text[]")
     return p.statement(f"""
     WITH {ctes}
-    SELECT f.path, f.title, f.tags, l.score::float8 AS score, NULL::text AS chunk, true AS contains, {snippets}
+    SELECT f.path, f.title, f.tags, f.date_start, f.date_end, f.date_source,
+           l.score::float8 AS score, NULL::text AS chunk, true AS contains, {snippets}
     FROM lexical_ranked l JOIN vault_files f ON f.id = l.id CROSS JOIN query q {_matched_chunk()}
     ORDER BY l.rank""")
 
@@ -206,7 +207,8 @@ def vector_notes_statement(vector: np.ndarray, filters: Filters, limit: int) -> 
     ctes = _vector_ctes(p, vector, filters, limit)
     return p.statement(f"""
     WITH {ctes}
-    SELECT f.path, f.title, f.tags, (1 - v.distance)::float8 AS score, false AS contains,
+    SELECT f.path, f.title, f.tags, f.date_start, f.date_end, f.date_source,
+           (1 - v.distance)::float8 AS score, false AS contains,
            v.heading_path, v.content AS chunk, NULL::text AS headline, NULL::text AS source
     FROM vector_ranked v JOIN vault_files f ON f.id = v.id
     ORDER BY v.rank""")
@@ -242,7 +244,8 @@ def hybrid_notes_statement(text: str, vector: np.ndarray, filters: Filters, limi
         ORDER BY fused.score DESC, f.path
         LIMIT {limit_p}
     )
-    SELECT f.path, f.title, f.tags, h.score::float8 AS score, h.content AS chunk, h.lexical_matched AS contains,
+    SELECT f.path, f.title, f.tags, f.date_start, f.date_end, f.date_source,
+           h.score::float8 AS score, h.content AS chunk, h.lexical_matched AS contains,
            {snippets}
     FROM top h JOIN vault_files f ON f.id = h.id CROSS JOIN query q {_matched_chunk()}
     ORDER BY h.score DESC, f.path""")

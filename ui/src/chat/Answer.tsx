@@ -7,6 +7,7 @@ import type { AgentRun } from "../gen/secondbrain/chat/v1/chat_service_pb";
 import type { Passage, RetrievalPlan, RetrievalResult } from "../gen/secondbrain/v1/retrieval_pb";
 import { QueryKind } from "../gen/secondbrain/v1/retrieval_pb";
 import { Markdown, citedNumbers } from "../Markdown";
+import { dateWords } from "../dates";
 
 // Clicks on these open a passage, so they do not count as a click outside the open one.
 const OPENS_PASSAGE = "data-opens-passage";
@@ -33,13 +34,6 @@ export function obsidianUrl(vaultName: string, notePath: string): string {
 
 // The passage panel. Escape closes it (ChatPanel listens, so that only the topmost of it and the settings closes),
 // and so does a click anywhere outside it but on another citation, which shows that passage instead.
-// A passage's date as a person reads it: "20 Jan 2026", or "19 Jan 2026 – 25 Jan 2026" for a span.
-export function dateWords(date: string): string {
-  const format = (day: string) =>
-    new Date(`${day}T00:00:00`).toLocaleDateString(undefined, { day: "numeric", month: "short", year: "numeric" });
-  return date.split("..").map(format).join(" – ");
-}
-
 export function PassageView({
   passage,
   vaultName,

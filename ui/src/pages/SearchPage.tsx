@@ -1,6 +1,7 @@
 // Note-level search with folder and tag filters; each hit's snippet shows the matched words highlighted.
 import { lazy, Suspense, useState } from "react";
 import { describeError, retrieve } from "../api";
+import { dateWords } from "../dates";
 import { type NoteHit, SearchMode } from "../gen/secondbrain/retrieve/v1/retrieve_service_pb";
 
 // The arms in the CLI's words; the proto keeps names of its own (SEARCH_MODES in services/retrieve/servicer.py).
@@ -33,6 +34,8 @@ export function SearchPage() {
   const [query, setQuery] = useState("");
   const [folders, setFolders] = useState("");
   const [tags, setTags] = useState("");
+  const [since, setSince] = useState("");
+  const [until, setUntil] = useState("");
   const [mode, setMode] = useState(SearchMode.HYBRID);
   const [hits, setHits] = useState<NoteHit[]>();
   // The query the hits are for (the box may have changed since).
@@ -51,7 +54,7 @@ export function SearchPage() {
         query,
         mode,
         limit: 20,
-        filters: { folders: list(folders), tags: list(tags) },
+        filters: { folders: list(folders), tags: list(tags), dateFrom: since, dateTo: until },
       });
       setHits(reply.hits);
       setSearched(query.trim());
@@ -88,6 +91,14 @@ export function SearchPage() {
           onChange={(e) => setFolders(e.target.value)}
         />
         <input aria-label="Tags" placeholder="Tags, comma-separated" value={tags} onChange={(e) => setTags(e.target.value)} />
+        <label className="date-field">
+          From
+          <input aria-label="Dated from" type="date" value={since} max={until || undefined} onChange={(e) => setSince(e.target.value)} />
+        </label>
+        <label className="date-field">
+          to
+          <input aria-label="Dated to" type="date" value={until} min={since || undefined} onChange={(e) => setUntil(e.target.value)} />
+        </label>
         <button type="submit" className="primary" disabled={searching}>
           Search
         </button>
@@ -112,6 +123,11 @@ export function SearchPage() {
               <li key={hit.path} data-testid="hit">
                 <div className="hit-title">
                   <strong>{hit.title}</strong> <span className="note-path">{hit.path}</span>
+                  {hit.date && hit.dateSource !== "modification time" ? (
+                    <span className="date-chip" title={`Dated by its ${hit.dateSource}`}>
+                      {dateWords(hit.date)}
+                    </span>
+                  ) : null}
                   {hits.some((other) => other.containsQuery) && !hit.containsQuery ? (
                     <span className="related-chip" title="Listed for its meaning: it does not contain the words">
                       related

@@ -25,17 +25,17 @@ _sym_db = _symbol_database.Default()
 from secondbrain.v1 import retrieval_pb2 as secondbrain_dot_v1_dot_retrieval__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n.secondbrain/retrieve/v1/retrieve_service.proto\x12\x17secondbrain.retrieve.v1\x1a\x1esecondbrain/v1/retrieval.proto\"\xcc\x01\n\x0fRetrieveRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12/\n\x07history\x18\x02 \x03(\x0b\x32\x1e.secondbrain.v1.HistoryMessage\x12\x31\n\x07\x66ilters\x18\x03 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\x12\x39\n\x07options\x18\x04 \x01(\x0b\x32(.secondbrain.retrieve.v1.RetrieveOptions\x12\x0b\n\x03now\x18\x05 \x01(\t\"\xd1\x02\n\x0fRetrieveOptions\x12\x14\n\x0cmax_passages\x18\x01 \x01(\x05\x12+\n\x04mode\x18\x02 \x01(\x0e\x32\x1d.secondbrain.v1.RetrievalMode\x12\x17\n\nalternates\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x15\n\x08\x63ondense\x18\x04 \x01(\x08H\x01\x88\x01\x01\x12\x13\n\x06rerank\x18\x05 \x01(\x08H\x02\x88\x01\x01\x12\x14\n\x0crerank_model\x18\x06 \x01(\t\x12\x1e\n\x11\x65xpand_neighbours\x18\x07 \x01(\x08H\x03\x88\x01\x01\x12\x14\n\x0ctoken_budget\x18\x08 \x01(\x05\x12\x17\n\x0f\x61nswer_provider\x18\t \x01(\t\x12\x14\n\x0c\x61nswer_model\x18\n \x01(\tB\r\n\x0b_alternatesB\x0b\n\t_condenseB\t\n\x07_rerankB\x14\n\x12_expand_neighbours\"\xad\x01\n\x10RetrieveResponse\x12-\n\x04plan\x18\x01 \x01(\x0b\x32\x1d.secondbrain.v1.RetrievalPlanH\x00\x12*\n\x07passage\x18\x02 \x01(\x0b\x32\x17.secondbrain.v1.PassageH\x00\x12\x35\n\x04\x64one\x18\x03 \x01(\x0b\x32%.secondbrain.retrieve.v1.RetrieveDoneH\x00\x42\x07\n\x05\x65vent\"S\n\x0cRetrieveDone\x12,\n\x07timings\x18\x01 \x03(\x0b\x32\x1b.secondbrain.v1.StageTiming\x12\x15\n\rpassage_count\x18\x02 \x01(\x05\"\x93\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x31\n\x04mode\x18\x02 \x01(\x0e\x32#.secondbrain.retrieve.v1.SearchMode\x12\x31\n\x07\x66ilters\x18\x03 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\x12\r\n\x05limit\x18\x04 \x01(\x05\"\xa9\x01\n\x0eSearchResponse\x12.\n\x04hits\x18\x01 \x03(\x0b\x32 .secondbrain.retrieve.v1.NoteHit\x12\x16\n\x0evector_arm_ran\x18\x02 \x01(\x08\x12!\n\x19vector_arm_skipped_reason\x18\x03 \x01(\t\x12,\n\x07timings\x18\x04 \x03(\x0b\x32\x1b.secondbrain.v1.StageTiming\"\xba\x01\n\x07NoteHit\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x0f\n\x07snippet\x18\x04 \x01(\t\x12\x0c\n\x04tags\x18\x05 \x03(\t\x12\x14\n\x0cheading_path\x18\x06 \x03(\t\x12\x16\n\x0e\x63ontains_query\x18\x07 \x01(\x08\x12\x36\n\nhighlights\x18\x08 \x03(\x0b\x32\".secondbrain.retrieve.v1.TextRange\"\'\n\tTextRange\x12\r\n\x05start\x18\x01 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x02 \x01(\x05\"D\n\x0eGetNoteRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x12\n\nstart_line\x18\x02 \x01(\x05\x12\x10\n\x08\x65nd_line\x18\x03 \x01(\x05\"\xa9\x01\n\x0fGetNoteResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x12\n\nstart_line\x18\x04 \x01(\x05\x12\x10\n\x08\x65nd_line\x18\x05 \x01(\x05\x12\x11\n\tlast_line\x18\x06 \x01(\x05\x12\x0c\n\x04tags\x18\x07 \x03(\t\x12\x0f\n\x07\x61liases\x18\x08 \x03(\t\x12\x13\n\x0blines_known\x18\t \x01(\x08\"\x87\x01\n\x10ListNotesRequest\x12\x31\n\x07\x66ilters\x18\x01 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\x31\n\x05order\x18\x03 \x01(\x0e\x32\".secondbrain.retrieve.v1.ListOrder\"W\n\x11ListNotesResponse\x12\x33\n\x05notes\x18\x01 \x03(\x0b\x32$.secondbrain.retrieve.v1.NoteSummary\x12\r\n\x05total\x18\x02 \x01(\x05\"n\n\x0bNoteSummary\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04tags\x18\x03 \x03(\t\x12\x11\n\tlast_line\x18\x04 \x01(\x05\x12\x0c\n\x04\x64\x61te\x18\x05 \x01(\t\x12\x13\n\x0b\x64\x61te_source\x18\x06 \x01(\t\"#\n\x13GetNoteLinksRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\x8f\x01\n\x14GetNoteLinksResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x33\n\x08outgoing\x18\x02 \x03(\x0b\x32!.secondbrain.retrieve.v1.NoteLink\x12\x34\n\tbacklinks\x18\x03 \x03(\x0b\x32!.secondbrain.retrieve.v1.NoteLink\"Y\n\x08NoteLink\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\x0f\n\x07heading\x18\x03 \x01(\t\x12\x0c\n\x04line\x18\x04 \x01(\x05\x12\x10\n\x08is_embed\x18\x05 \x01(\x08*t\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x01\x12\x17\n\x13SEARCH_MODE_KEYWORD\x10\x02\x12\x18\n\x14SEARCH_MODE_SEMANTIC\x10\x03*S\n\tListOrder\x12\x1a\n\x16LIST_ORDER_UNSPECIFIED\x10\x00\x12\x13\n\x0fLIST_ORDER_PATH\x10\x01\x12\x15\n\x11LIST_ORDER_NEWEST\x10\x02\x32\xfe\x03\n\x0fRetrieveService\x12\x61\n\x08Retrieve\x12(.secondbrain.retrieve.v1.RetrieveRequest\x1a).secondbrain.retrieve.v1.RetrieveResponse0\x01\x12Y\n\x06Search\x12&.secondbrain.retrieve.v1.SearchRequest\x1a\'.secondbrain.retrieve.v1.SearchResponse\x12\\\n\x07GetNote\x12\'.secondbrain.retrieve.v1.GetNoteRequest\x1a(.secondbrain.retrieve.v1.GetNoteResponse\x12\x62\n\tListNotes\x12).secondbrain.retrieve.v1.ListNotesRequest\x1a*.secondbrain.retrieve.v1.ListNotesResponse\x12k\n\x0cGetNoteLinks\x12,.secondbrain.retrieve.v1.GetNoteLinksRequest\x1a-.secondbrain.retrieve.v1.GetNoteLinksResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n.secondbrain/retrieve/v1/retrieve_service.proto\x12\x17secondbrain.retrieve.v1\x1a\x1esecondbrain/v1/retrieval.proto\"\xcc\x01\n\x0fRetrieveRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12/\n\x07history\x18\x02 \x03(\x0b\x32\x1e.secondbrain.v1.HistoryMessage\x12\x31\n\x07\x66ilters\x18\x03 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\x12\x39\n\x07options\x18\x04 \x01(\x0b\x32(.secondbrain.retrieve.v1.RetrieveOptions\x12\x0b\n\x03now\x18\x05 \x01(\t\"\xd1\x02\n\x0fRetrieveOptions\x12\x14\n\x0cmax_passages\x18\x01 \x01(\x05\x12+\n\x04mode\x18\x02 \x01(\x0e\x32\x1d.secondbrain.v1.RetrievalMode\x12\x17\n\nalternates\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x15\n\x08\x63ondense\x18\x04 \x01(\x08H\x01\x88\x01\x01\x12\x13\n\x06rerank\x18\x05 \x01(\x08H\x02\x88\x01\x01\x12\x14\n\x0crerank_model\x18\x06 \x01(\t\x12\x1e\n\x11\x65xpand_neighbours\x18\x07 \x01(\x08H\x03\x88\x01\x01\x12\x14\n\x0ctoken_budget\x18\x08 \x01(\x05\x12\x17\n\x0f\x61nswer_provider\x18\t \x01(\t\x12\x14\n\x0c\x61nswer_model\x18\n \x01(\tB\r\n\x0b_alternatesB\x0b\n\t_condenseB\t\n\x07_rerankB\x14\n\x12_expand_neighbours\"\xad\x01\n\x10RetrieveResponse\x12-\n\x04plan\x18\x01 \x01(\x0b\x32\x1d.secondbrain.v1.RetrievalPlanH\x00\x12*\n\x07passage\x18\x02 \x01(\x0b\x32\x17.secondbrain.v1.PassageH\x00\x12\x35\n\x04\x64one\x18\x03 \x01(\x0b\x32%.secondbrain.retrieve.v1.RetrieveDoneH\x00\x42\x07\n\x05\x65vent\"S\n\x0cRetrieveDone\x12,\n\x07timings\x18\x01 \x03(\x0b\x32\x1b.secondbrain.v1.StageTiming\x12\x15\n\rpassage_count\x18\x02 \x01(\x05\"\x93\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x31\n\x04mode\x18\x02 \x01(\x0e\x32#.secondbrain.retrieve.v1.SearchMode\x12\x31\n\x07\x66ilters\x18\x03 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\x12\r\n\x05limit\x18\x04 \x01(\x05\"\xa9\x01\n\x0eSearchResponse\x12.\n\x04hits\x18\x01 \x03(\x0b\x32 .secondbrain.retrieve.v1.NoteHit\x12\x16\n\x0evector_arm_ran\x18\x02 \x01(\x08\x12!\n\x19vector_arm_skipped_reason\x18\x03 \x01(\t\x12,\n\x07timings\x18\x04 \x03(\x0b\x32\x1b.secondbrain.v1.StageTiming\"\xdd\x01\n\x07NoteHit\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x0f\n\x07snippet\x18\x04 \x01(\t\x12\x0c\n\x04tags\x18\x05 \x03(\t\x12\x14\n\x0cheading_path\x18\x06 \x03(\t\x12\x16\n\x0e\x63ontains_query\x18\x07 \x01(\x08\x12\x36\n\nhighlights\x18\x08 \x03(\x0b\x32\".secondbrain.retrieve.v1.TextRange\x12\x0c\n\x04\x64\x61te\x18\t \x01(\t\x12\x13\n\x0b\x64\x61te_source\x18\n \x01(\t\"\'\n\tTextRange\x12\r\n\x05start\x18\x01 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x02 \x01(\x05\"D\n\x0eGetNoteRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x12\n\nstart_line\x18\x02 \x01(\x05\x12\x10\n\x08\x65nd_line\x18\x03 \x01(\x05\"\xa9\x01\n\x0fGetNoteResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x12\n\nstart_line\x18\x04 \x01(\x05\x12\x10\n\x08\x65nd_line\x18\x05 \x01(\x05\x12\x11\n\tlast_line\x18\x06 \x01(\x05\x12\x0c\n\x04tags\x18\x07 \x03(\t\x12\x0f\n\x07\x61liases\x18\x08 \x03(\t\x12\x13\n\x0blines_known\x18\t \x01(\x08\"\x87\x01\n\x10ListNotesRequest\x12\x31\n\x07\x66ilters\x18\x01 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\x31\n\x05order\x18\x03 \x01(\x0e\x32\".secondbrain.retrieve.v1.ListOrder\"W\n\x11ListNotesResponse\x12\x33\n\x05notes\x18\x01 \x03(\x0b\x32$.secondbrain.retrieve.v1.NoteSummary\x12\r\n\x05total\x18\x02 \x01(\x05\"n\n\x0bNoteSummary\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04tags\x18\x03 \x03(\t\x12\x11\n\tlast_line\x18\x04 \x01(\x05\x12\x0c\n\x04\x64\x61te\x18\x05 \x01(\t\x12\x13\n\x0b\x64\x61te_source\x18\x06 \x01(\t\"#\n\x13GetNoteLinksRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\x8f\x01\n\x14GetNoteLinksResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x33\n\x08outgoing\x18\x02 \x03(\x0b\x32!.secondbrain.retrieve.v1.NoteLink\x12\x34\n\tbacklinks\x18\x03 \x03(\x0b\x32!.secondbrain.retrieve.v1.NoteLink\"Y\n\x08NoteLink\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\x0f\n\x07heading\x18\x03 \x01(\t\x12\x0c\n\x04line\x18\x04 \x01(\x05\x12\x10\n\x08is_embed\x18\x05 \x01(\x08*t\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x01\x12\x17\n\x13SEARCH_MODE_KEYWORD\x10\x02\x12\x18\n\x14SEARCH_MODE_SEMANTIC\x10\x03*S\n\tListOrder\x12\x1a\n\x16LIST_ORDER_UNSPECIFIED\x10\x00\x12\x13\n\x0fLIST_ORDER_PATH\x10\x01\x12\x15\n\x11LIST_ORDER_NEWEST\x10\x02\x32\xfe\x03\n\x0fRetrieveService\x12\x61\n\x08Retrieve\x12(.secondbrain.retrieve.v1.RetrieveRequest\x1a).secondbrain.retrieve.v1.RetrieveResponse0\x01\x12Y\n\x06Search\x12&.secondbrain.retrieve.v1.SearchRequest\x1a\'.secondbrain.retrieve.v1.SearchResponse\x12\\\n\x07GetNote\x12\'.secondbrain.retrieve.v1.GetNoteRequest\x1a(.secondbrain.retrieve.v1.GetNoteResponse\x12\x62\n\tListNotes\x12).secondbrain.retrieve.v1.ListNotesRequest\x1a*.secondbrain.retrieve.v1.ListNotesResponse\x12k\n\x0cGetNoteLinks\x12,.secondbrain.retrieve.v1.GetNoteLinksRequest\x1a-.secondbrain.retrieve.v1.GetNoteLinksResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'secondbrain.retrieve.v1.retrieve_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SEARCHMODE']._serialized_start=2322
-  _globals['_SEARCHMODE']._serialized_end=2438
-  _globals['_LISTORDER']._serialized_start=2440
-  _globals['_LISTORDER']._serialized_end=2523
+  _globals['_SEARCHMODE']._serialized_start=2357
+  _globals['_SEARCHMODE']._serialized_end=2473
+  _globals['_LISTORDER']._serialized_start=2475
+  _globals['_LISTORDER']._serialized_end=2558
   _globals['_RETRIEVEREQUEST']._serialized_start=108
   _globals['_RETRIEVEREQUEST']._serialized_end=312
   _globals['_RETRIEVEOPTIONS']._serialized_start=315
@@ -49,25 +49,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SEARCHRESPONSE']._serialized_start=1066
   _globals['_SEARCHRESPONSE']._serialized_end=1235
   _globals['_NOTEHIT']._serialized_start=1238
-  _globals['_NOTEHIT']._serialized_end=1424
-  _globals['_TEXTRANGE']._serialized_start=1426
-  _globals['_TEXTRANGE']._serialized_end=1465
-  _globals['_GETNOTEREQUEST']._serialized_start=1467
-  _globals['_GETNOTEREQUEST']._serialized_end=1535
-  _globals['_GETNOTERESPONSE']._serialized_start=1538
-  _globals['_GETNOTERESPONSE']._serialized_end=1707
-  _globals['_LISTNOTESREQUEST']._serialized_start=1710
-  _globals['_LISTNOTESREQUEST']._serialized_end=1845
-  _globals['_LISTNOTESRESPONSE']._serialized_start=1847
-  _globals['_LISTNOTESRESPONSE']._serialized_end=1934
-  _globals['_NOTESUMMARY']._serialized_start=1936
-  _globals['_NOTESUMMARY']._serialized_end=2046
-  _globals['_GETNOTELINKSREQUEST']._serialized_start=2048
-  _globals['_GETNOTELINKSREQUEST']._serialized_end=2083
-  _globals['_GETNOTELINKSRESPONSE']._serialized_start=2086
-  _globals['_GETNOTELINKSRESPONSE']._serialized_end=2229
-  _globals['_NOTELINK']._serialized_start=2231
-  _globals['_NOTELINK']._serialized_end=2320
-  _globals['_RETRIEVESERVICE']._serialized_start=2526
-  _globals['_RETRIEVESERVICE']._serialized_end=3036
+  _globals['_NOTEHIT']._serialized_end=1459
+  _globals['_TEXTRANGE']._serialized_start=1461
+  _globals['_TEXTRANGE']._serialized_end=1500
+  _globals['_GETNOTEREQUEST']._serialized_start=1502
+  _globals['_GETNOTEREQUEST']._serialized_end=1570
+  _globals['_GETNOTERESPONSE']._serialized_start=1573
+  _globals['_GETNOTERESPONSE']._serialized_end=1742
+  _globals['_LISTNOTESREQUEST']._serialized_start=1745
+  _globals['_LISTNOTESREQUEST']._serialized_end=1880
+  _globals['_LISTNOTESRESPONSE']._serialized_start=1882
+  _globals['_LISTNOTESRESPONSE']._serialized_end=1969
+  _globals['_NOTESUMMARY']._serialized_start=1971
+  _globals['_NOTESUMMARY']._serialized_end=2081
+  _globals['_GETNOTELINKSREQUEST']._serialized_start=2083
+  _globals['_GETNOTELINKSREQUEST']._serialized_end=2118
+  _globals['_GETNOTELINKSRESPONSE']._serialized_start=2121
+  _globals['_GETNOTELINKSRESPONSE']._serialized_end=2264
+  _globals['_NOTELINK']._serialized_start=2266
+  _globals['_NOTELINK']._serialized_end=2355
+  _globals['_RETRIEVESERVICE']._serialized_start=2561
+  _globals['_RETRIEVESERVICE']._serialized_end=3071
 # @@protoc_insertion_point(module_scope)

@@ -353,6 +353,8 @@ class NoteHit(_message.Message):
     HEADING_PATH_FIELD_NUMBER: _builtins.int
     CONTAINS_QUERY_FIELD_NUMBER: _builtins.int
     HIGHLIGHTS_FIELD_NUMBER: _builtins.int
+    DATE_FIELD_NUMBER: _builtins.int
+    DATE_SOURCE_FIELD_NUMBER: _builtins.int
     path: _builtins.str
     """The note's vault-relative path."""
     title: _builtins.str
@@ -360,13 +362,20 @@ class NoteHit(_message.Message):
     score: _builtins.float
     """The rank score; only the order is meaningful."""
     snippet: _builtins.str
-    """A short excerpt around the best match: one line of the note as it is
-    written (its markdown kept), the matched words at `highlights`.
+    """The block of the note around the best match (a paragraph, a list item,
+    a table row under its header), as markdown that reads as the note does;
+    the matched words at `highlights`.
     """
     contains_query: _builtins.bool
     """Whether the note contains the query's words (or its text); false: it is
     listed for its meaning alone (hybrid and vector search), so a client can
     say that no note contains the words.
+    """
+    date: _builtins.str
+    """The days the note is from ("2026-01-20", or "2026-01-19..2026-01-25")."""
+    date_source: _builtins.str
+    """Where its date was read ("file name", "front matter date", ...,
+    "modification time").
     """
     @_builtins.property
     def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -393,10 +402,12 @@ class NoteHit(_message.Message):
         heading_path: _abc.Iterable[_builtins.str] | None = ...,
         contains_query: _builtins.bool = ...,
         highlights: _abc.Iterable[Global___TextRange] | None = ...,
+        date: _builtins.str = ...,
+        date_source: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["contains_query", b"contains_query", "heading_path", b"heading_path", "highlights", b"highlights", "path", b"path", "score", b"score", "snippet", b"snippet", "tags", b"tags", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["contains_query", b"contains_query", "date", b"date", "date_source", b"date_source", "heading_path", b"heading_path", "highlights", b"highlights", "path", b"path", "score", b"score", "snippet", b"snippet", "tags", b"tags", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
