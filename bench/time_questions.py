@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from bench.answers import KEY_VARIABLES
 from bench.report import table, write_section
 from bench.vault_questions import DATA_DIR
 from bench.vault_questions import lead as lead_of
@@ -32,14 +33,14 @@ def dated_vault(into: Path) -> Path:
     return vault
 
 
-async def measure(vault: Path, read_time: bool) -> Report:
+async def measure(vault: Path, read_time: bool, answers: bool = False) -> Report:
     (vault / "secondbrain.json").write_text(json.dumps({"retrieve": {"read_time": read_time}}), encoding="utf-8")
     os.environ.pop("DATABASE_URL", None)
     os.environ["SECONDBRAIN_DATA_DIR"] = str(DATA_DIR / "demo-dated")
     os.environ["SECONDBRAIN_VAULT"] = str(vault)
     return await run_eval(
         load_config(), qa=QUESTIONS, vault=vault, beir=None, split="test", arms=["hybrid"], limit=None,
-        as_json=False,
+        as_json=False, answers=answers,
     )  # fmt: skip
 
 
@@ -56,10 +57,17 @@ def rows(label: str, report: Report) -> list[list[object]]:
 
 
 async def main() -> None:
+    for variable in KEY_VARIABLES:  # answered as on a fresh install: no key, the quoting provider
+        os.environ.pop(variable, None)
     with tempfile.TemporaryDirectory() as scratch:
         vault = dated_vault(Path(scratch))
         ignored = await measure(vault, read_time=False)
-        read = await measure(vault, read_time=True)
+        read = await measure(vault, read_time=True, answers=True)
+    assert read.answers is not None
+    answered = [
+        [kind, scores.questions, f"{scores.cites_expected:.2f}", f"{scores.contains_hint:.2f}"]
+        for kind, scores in [("all", read.answers.overall), *sorted(read.answers.per_kind.items())]
+    ]
     lead = lead_of(hybrid(read), hybrid(ignored))
     body = "\n".join([
         "The 61 time-aware questions of `demo/time-additions` (relative, absolute, latest, before/after an event, "
@@ -73,6 +81,11 @@ async def main() -> None:
               rows("dates ignored (`read_time: false`)", ignored) + rows("the question's time read", read)),
         "",
         f"Reading the time: nDCG@10 {lead}.",
+        "",
+        f"The answers to them with no API key ({read.answers.provider}), the question's time read: does the answer "
+        "cite a passage of an expected note, does it contain the question's hint.",
+        "",
+        table(["questions", "n", "cites an expected note", "contains the hint"], answered),
     ])  # fmt: skip
     write_section("time-questions", "Questions about time", body)
     print(body)

@@ -110,6 +110,7 @@ class ChatAnswerer:
         request = chat_pb.AnswerRequest(
             content=question.text,
             history=[common.HistoryMessage(role=ROLE_VALUES[m.role], content=m.content) for m in question.history],
+            now=question.now,
         )
         for _ in range(LIMITED_RETRIES):
             try:
