@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, fields
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -37,10 +37,6 @@ MAX_HISTORY_MESSAGES = 100
 MAX_HISTORY_CHARS = 200_000
 STATEMENT_TIMEOUT_SECONDS = 10.0
 LINK_SOURCES = 3  # top passages whose linked notes may join
-
-
-# How many passages about an event ("the showroom visit") are looked through for the first one dated by its note.
-EVENT_DEPTH = 10
 
 
 @dataclass(frozen=True)
@@ -279,19 +275,6 @@ class Retriever:
                 statement_timeout=STATEMENT_TIMEOUT_SECONDS,
             )
 
-    async def _event_day(self, event: str, filters: Filters, mode: Mode) -> date | None:
-        """The day of the notes' best passage about `event` ("the showroom visit") that is dated by the note itself
-        (a daily note, a front matter date, a dated heading): where a question's "since ..." starts."""
-        vectors = None
-        if mode != "lexical":
-            vectors, _, _ = await self.query_vectors([event])
-        found = await self._search(event, filters, vectors[0] if vectors else None, mode != "vector", EVENT_DEPTH)
-        async with self.db.pool.acquire() as connection:
-            dated = await store.chunk_dates(
-                connection, [c.chunk_id for c in found], STATEMENT_TIMEOUT_SECONDS, content_dated=True
-            )
-        return next((dated[c.chunk_id][0] for c in found if c.chunk_id in dated), None)
-
     async def retrieve(
         self, query: str, history: Sequence[ChatMessage], filters: Filters, options: RetrievalOptions
     ) -> AsyncIterator[RetrieveEvent]:
@@ -332,14 +315,8 @@ class Retriever:
             else None
         )
         searched = filters
-        if timed is not None and timed.intent.event is not None:
-            asker_now = options.now or datetime.now().astimezone()
-            day = await self._event_day(timed.intent.event.what, filters, options.mode)
-            timed = time_scope.at_event(timed, day, asker_now, filters)
-        if timed is not None and (timed.intent.range is not None or timed.intent.latest):
+        if timed is not None:
             searched, text = timed.filters, timed.intent.query or text
-        else:
-            timed = None
 
         condenser = self.make_condenser(options.answer_provider, options.answer_model)
         condensed = await condenser.condense(text, history, condense=options.condense, alternates=options.alternates)

@@ -49,7 +49,6 @@ _SEASON = re.compile(
     re.IGNORECASE,
 )
 _DAY_NUMBER = re.compile(r"^\s*\d{1,2}(?:st|nd|rd|th)?")
-_EVENT = re.compile(r"^(?:(?i:the|my|our|a|an)|[A-Z][a-z]+'s)\s+\w")
 _WEEK_BEFORE_LAST = re.compile(r"\b(?:the\s+)?week before last\b", re.IGNORECASE)
 _LEADING_PREPOSITION = re.compile(r"\b(?:in|on|during|from|of|at|for)\s*$", re.IGNORECASE)
 _SPACES = re.compile(r"\s{2,}")
@@ -72,34 +71,11 @@ class TimeRange:
 
 
 @dataclass(frozen=True)
-class TimeEvent:
-    """A time named by an event of the notes' ("since the showroom visit"): retrieval finds the event's day first."""
-
-    word: str
-    """since, before, after or until."""
-    what: str
-    """The event, as the question says it ("the showroom visit")."""
-    words: str
-    """The question's words that named the time."""
-
-    def range_from(self, day: date, today: date) -> TimeRange:
-        """The range the event's `day` makes of the question's word."""
-        if self.word == "since":
-            return TimeRange(day, today, self.words)
-        if self.word == "after":
-            return TimeRange(day + timedelta(days=1), today, self.words)
-        if self.word == "before":
-            return TimeRange(None, day - timedelta(days=1), self.words)
-        return TimeRange(None, day, self.words)
-
-
-@dataclass(frozen=True)
 class TimeIntent:
     range: TimeRange | None
     latest: bool
     query: str
     """The question without the words that only named the time, to search."""
-    event: TimeEvent | None = None
 
 
 def read_time(question: str, now: datetime) -> TimeIntent:
@@ -114,10 +90,9 @@ def read_time(question: str, now: datetime) -> TimeIntent:
         or _week_before_last(query, today)
         or _expression(query, now)
     )
-    event = _event(query) if found is None else None
-    if found is not None or event is not None:
-        query = _without(query, found.words if found is not None else event.words)  # type: ignore[union-attr]
-    return TimeIntent(found, latest is not None, _tidy(query), event)
+    if found is not None:
+        query = _without(query, found.words)
+    return TimeIntent(found, latest is not None, _tidy(query))
 
 
 def _settings(now: datetime) -> dict[str, object]:
@@ -185,15 +160,6 @@ def _open_ended(question: str, now: datetime) -> TimeRange | None:
     return TimeRange(None, days[1], match.group(0))
 
 
-def _event(question: str) -> TimeEvent | None:
-    """ "since the showroom visit", "before my half marathon": an open end at an event, named as a thing (a
-    determiner first), not at a time of day ("before nine") or a clause ("until it doubles")."""
-    match = _OPEN.search(question)
-    if match is None or not _EVENT.match(match["what"]):
-        return None
-    return TimeEvent(match["word"].lower().replace("till", "until"), match["what"].strip(), match.group(0))
-
-
 def _season(question: str, today: date) -> TimeRange | None:
     match = _SEASON.search(question)
     if match is None:
@@ -247,8 +213,3 @@ def _span_words(start: date | None, end: date | None) -> str:
 
 def _day(day: date, year: bool) -> str:
     return f"{day.day} {calendar.month_name[day.month]}" + (f" {day.year}" if year else "")
-
-
-def day_words(day: date) -> str:
-    """A day as the plan says it: "3 February 2026"."""
-    return _day(day, year=True)

@@ -15,7 +15,7 @@ from datetime import date, datetime, timedelta
 
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.fusion import Fused
-from secondbrain.retrieve.question_time import TimeIntent, TimeRange, day_words, read_time
+from secondbrain.retrieve.question_time import TimeIntent, TimeRange, read_time
 
 # A passage dated within the margin, outside the asked range, keeps this share of its score.
 SOFT_EDGE_SHARE = 0.5
@@ -30,13 +30,11 @@ class TimeScope:
     intent: TimeIntent
     filters: Filters
     """The request's filters with the range and its margin: what the search runs with."""
-    found_event: str = ""
-    """How the question's event was found in the notes ("since the showroom visit, 14 February 2026")."""
 
     def describe(self) -> str:
         parts = []
         if self.intent.range is not None:
-            parts.append(self.intent.range.describe() + (f" ({self.found_event})" if self.found_event else ""))
+            parts.append(self.intent.range.describe())
         if self.intent.latest:
             parts.append("latest first")
         text = "; ".join(parts)
@@ -45,30 +43,15 @@ class TimeScope:
 
 def scope(question: str, now: datetime, filters: Filters) -> TimeScope | None:
     """What `question` says of time, as retrieval applies it; None when it says nothing, or when the request's own
-    date filter already decides. A time named by an event ("since the showroom visit") is not a range yet: see
-    `at_event`."""
+    date filter already decides."""
     if filters.date_from or filters.date_to:
         return None
     intent = read_time(question, now)
-    if intent.range is None and not intent.latest and intent.event is None:
+    if intent.range is None and not intent.latest:
         return None
-    return _applied(intent, now, filters)
-
-
-def at_event(time: TimeScope, day: date | None, now: datetime, filters: Filters) -> TimeScope:
-    """`time` with its event found on `day` in the notes (None: not found, and the event names no range)."""
-    event = time.intent.event
-    if event is None or day is None:
-        return replace(time, intent=replace(time.intent, event=None))
-    intent = replace(time.intent, range=event.range_from(day, now.date()), event=None)
-    # The event's day is the notes' own, not a person's loose "last week": no margin around it.
-    return replace(_applied(intent, now, filters, margin=False), found_event=f"{event.words}, {day_words(day)}")
-
-
-def _applied(intent: TimeIntent, now: datetime, filters: Filters, margin: bool = True) -> TimeScope:
     widened = filters
     if intent.range is not None:
-        start, end = _widened(intent.range) if margin else (intent.range.start, intent.range.end)
+        start, end = _widened(intent.range)
         widened = replace(filters, date_from=start, date_to=end)
     elif intent.latest:
         # The newest as of the asker's now: a note dated later (a plan for next month) is not what they last wrote.

@@ -308,20 +308,6 @@ async def test_last_week_in_the_question_finds_that_weeks_note_as_of_the_askers_
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "UTC offset" in raised.value.details()
 
 
-async def test_since_an_event_starts_on_the_day_the_notes_give_it(stack: Stack) -> None:
-    stack.write("Journal/2026-01-05.md", "# 5 January\n\nWe bought paint for the hall.\n")
-    stack.write("Journal/2026-01-12.md", "# 12 January\n\nThe showroom visit with Marta: we chose quartz.\n")
-    stack.write("Journal/2026-02-01.md", "# 1 February\n\nWe bought tiles for the kitchen.\n")
-    stack.write("Showrooms.md", "# Showrooms\n\nA list of every showroom worth a visit.\n")
-    await stack.ingest()
-    plan, passages = await stack.retrieve(
-        "What did we buy since the showroom visit?", **NO_CONDENSE, now="2026-03-01T10:00:00+00:00"
-    )
-    assert passages[0].note_path == "Journal/2026-02-01.md", (plan.time, [(p.note_path, p.score) for p in passages])
-    assert plan.time == "Notes dated 12 January to 1 March 2026 (since the showroom visit, 12 January 2026)"
-    assert plan.queries[0].text == "What did we buy?"
-
-
 async def test_sql_and_tsquery_syntax_in_queries_is_just_text(stack: Stack) -> None:
     stack.write("Plan.md", "# Plan\n\nWe chose PostgreSQL.\n")
     await stack.ingest()
