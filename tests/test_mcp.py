@@ -83,6 +83,8 @@ async def test_an_assistant_lists_and_calls_every_note_tool(mcp_env: dict[str, s
         )
         assert "[1] Journal/2026-01-20.md" in january.content[0].text and "dated 2026-01-20" in january.content[0].text
         assert "Journal/2026-03-02.md" not in january.content[0].text
+        dated_hits = (await session.call_tool("search_notes", {"query": "sintra"})).content[0].text
+        assert "1. Journal/2026-03-02.md: Journal 2026-03-02, dated 2026-03-02" in dated_hits, dated_hits
         bad_day = await session.call_tool("search_notes", {"query": "kitchen", "since": "last week"})
         assert bad_day.is_error and "since" in bad_day.content[0].text
 

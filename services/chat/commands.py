@@ -20,6 +20,7 @@ from rich.markup import escape
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.config import Config
+from secondbrain.date_sources import said
 from secondbrain.errors import Unavailable
 from secondbrain.service.access import connect, streaming
 from secondbrain.v1 import retrieval_pb2 as common
@@ -107,8 +108,9 @@ async def run_ask(
         out.print("[bold]Sources[/bold]")
     for passage in shown:
         where = " > ".join([passage.note_title, *passage.heading_path])
+        dated = said(passage.date, passage.date_source)
         out.print(f"  [{passage.number}] {escape(where)}  [dim]{escape(passage.note_path)}:"
-                  f"{passage.start_line}-{passage.end_line}[/dim]")  # fmt: skip
+                  f"{passage.start_line}-{passage.end_line}{', ' + dated if dated else ''}[/dim]")  # fmt: skip
     if conversation is not None:
         err.print(f"[dim]Conversation {conversation}: continue it with --conversation {conversation}[/dim]")
     else:

@@ -32,7 +32,8 @@ def search_results(response: pb.SearchResponse, query: str) -> str:
         where = f" (under {_heading(hit.heading_path)})" if hit.heading_path else ""
         tags = f"  tags: {_tags(hit.tags)}" if hit.tags else ""
         related = "  [related by meaning]" if not hit.contains_query else ""
-        lines.append(f"{number}. {hit.path}: {hit.title}{where}{tags}{related}")
+        when = f", {dated}" if (dated := said(hit.date, hit.date_source)) else ""
+        lines.append(f"{number}. {hit.path}: {hit.title}{when}{where}{tags}{related}")
         if hit.snippet:
             lines.append(textwrap.indent(hit.snippet, "   "))
     if response.vector_arm_skipped_reason:
