@@ -24,7 +24,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import PurePosixPath
 from typing import Any
 
-from secondbrain.date_sources import FILE_NAME, FRONT_MATTER, HEADING, MODIFIED, span_text
+from secondbrain.date_sources import FILE_NAME, FRONT_MATTER, HEADING, MODIFIED
 
 # Front matter keys in the order they are read: a note's own date, then when it was made, then last changed.
 FRONT_MATTER_KEYS = ("date", "created", "updated", "modified")
@@ -52,9 +52,6 @@ class DateSpan:
     end: date
     source: str
 
-    def __str__(self) -> str:
-        return span_text(self.start, self.end)
-
 
 def note_date(path: str, frontmatter: Mapping[str, Any], mtime: datetime, warnings: list[str]) -> DateSpan:
     """The note's date (see the module's docstring); a front matter value that names no date adds to `warnings`."""
@@ -73,8 +70,13 @@ def note_date(path: str, frontmatter: Mapping[str, Any], mtime: datetime, warnin
             )
             continue
         return DateSpan(day, day, f"{FRONT_MATTER} {key}")
-    day = mtime.astimezone(UTC).date()
+    day = modified_day(mtime)
     return DateSpan(day, day, MODIFIED)
+
+
+def modified_day(mtime: datetime) -> date:
+    """The day a file's modification time dates it: its day in UTC (the server's zone is nobody's in particular)."""
+    return mtime.astimezone(UTC).date()
 
 
 def file_name_date(path: str) -> DateSpan | None:

@@ -345,7 +345,7 @@ class Retriever:
         since = clock.lap("search", since)
         said_time = ""
         if timed is not None:
-            if not fused and searched is not filters:
+            if not fused:
                 # Nothing dated in or near the range holds the words: every note is searched, and the plan says so.
                 fused, searched = await search(filters), filters
                 said_time = f"{timed.describe()}: no note dated then matches, so every note was searched"

@@ -80,7 +80,7 @@ def reorder(fused: list[Fused], dates: dict[int, tuple[date, date]], time: TimeS
     if time.intent.latest and fused:
         floor = LATEST_SHARE * fused[0].score
         relevant = [item for item in fused if item.score >= floor]
-        rest = fused[len(relevant) :]
+        rest = [item for item in fused if item.score < floor]
         newest = sorted(
             relevant, key=lambda item: dates.get(item.candidate.chunk_id, (date.min, date.min))[1], reverse=True
         )

@@ -17,7 +17,7 @@ import numpy as np
 
 from secondbrain.date_sources import MODIFIED
 from secondbrain.ingest.note import WikiLink
-from secondbrain.ingest.note_dates import DateSpan
+from secondbrain.ingest.note_dates import DateSpan, modified_day
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ async def write_note(connection: asyncpg.Connection, note: NoteRow) -> int:
 async def touch(connection: asyncpg.Connection, path: str, size: int, mtime: datetime) -> None:
     """Record a file's new size and mtime after its content was found unchanged; a note dated by its modification
     time, and its passages dated so, move to the new day."""
-    day = mtime.astimezone(UTC).date()
+    day = modified_day(mtime)
     async with connection.transaction():
         file_id = await connection.fetchval(
             """

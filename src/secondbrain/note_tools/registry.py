@@ -144,7 +144,8 @@ async def _check_filters_name_notes(services: NoteServices, args: _Filtered) -> 
     if not (args.folder or args.tag):
         return
     # The folder and tag alone: a folder with no note dated in the range still exists.
-    where_only = common.RetrievalFilters(folders=args.filters().folders, tags=args.filters().tags)
+    asked = args.filters()
+    where_only = common.RetrievalFilters(folders=asked.folders, tags=asked.tags)
     listed = await services.retrieve.ListNotes(
         pb.ListNotesRequest(filters=where_only, limit=1), timeout=CALL_TIMEOUT_SECONDS
     )
