@@ -40,7 +40,22 @@ _RELATIVE_CUE = re.compile(r"\b(?:ago|last|this|next|past|previous)\b", re.IGNOR
 _BARE_MONTH = re.compile(rf"^\s*{_MONTH}\s*$", re.IGNORECASE)
 _MONTH_CUE = re.compile(r"\b(?:in|during|since|before|after|until|till|by|last|this|next|early|late|mid|of|from)\s*$",
                         re.IGNORECASE)  # fmt: skip
+# A month or season with nothing that pins it to a year ("in April", "in spring"), in a question about what one does
+# rather than did ("What do I sow in April?", "When should we prune in winter?"), names a time of every year: a
+# planting calendar answers it, not the notes written last April. "did", "was" or a year make it a date again.
+_HABITUAL = re.compile(r"\b(?:do|does|should|shall|can|must)\s+(?:i|we|you|one|they)\b", re.IGNORECASE)
+_PAST = re.compile(r"\b(?:did|was|were|had|ago)\b", re.IGNORECASE)
+_PINNED = re.compile(r"\d|\b(?:this|last|next|past|previous)\b", re.IGNORECASE)
+_IN = re.compile(r"^\s*(?:in|during)\s+", re.IGNORECASE)
+# "When did I last bake bread?" asks for the latest time as surely as "the last time I baked bread".
 _LATEST = re.compile(r"\b(?:latest|most recent(?:ly)?|newest|last time)\b", re.IGNORECASE)
+_LAST_DID = re.compile(r"\b((?:did|have|has)\s+(?:i|we|you|he|she|they))\s+last\b", re.IGNORECASE)
+# A calendar word's possessive ("Saturday's long run", "last week's meeting") is the day or week itself. (Not
+# "today's": "today's date" in a how-to names no day.)
+_POSSESSIVE = re.compile(rf"\b({_WEEKDAYS}|yesterday|week|month|year)'s\b", re.IGNORECASE)
+# A weekend, which dateparser does not read: "last weekend" is the last one over before today, "this weekend" and
+# "the weekend" the latest one begun by today.
+_WEEKEND = re.compile(r"\b(?:(?P<which>last|this|past)|(?:at|over|on)?\s*the)\s+weekend\b", re.IGNORECASE)
 _RANGE = re.compile(r"\b(?:between|from)\s+(?P<first>.+?)\s+(?:and|to|until|till|-)\s+(?P<second>.+?)(?=[?.!,;]|$)",
                     re.IGNORECASE)  # fmt: skip
 _OPEN = re.compile(r"\b(?P<word>since|before|after|until|till)\s+(?P<what>.+?)(?=[?.!,;]|$)", re.IGNORECASE)
@@ -81,13 +96,15 @@ class TimeIntent:
 def read_time(question: str, now: datetime) -> TimeIntent:
     """The time `question` names, relative to `now` (aware; its own time zone decides what "today" is)."""
     today = now.date()
-    latest = _LATEST.search(question)
-    query = _LATEST.sub(" ", question) if latest else question
+    latest = _LATEST.search(question) or _LAST_DID.search(question)
+    query = _LAST_DID.sub(r"\1", _LATEST.sub(" ", question)) if latest else question
+    query = _POSSESSIVE.sub(r"\1", query)
     found = (
         _between(query, now)
         or _open_ended(query, now)
         or _season(query, today)
         or _week_before_last(query, today)
+        or _weekend(query, today)
         or _expression(query, now)
     )
     if found is not None:
@@ -122,6 +139,8 @@ def _span(text: str, now: datetime) -> tuple[date, date] | None:
 def _expression(question: str, now: datetime) -> TimeRange | None:
     for words, _ in search_dates(question, languages=["en"], settings=_settings(now)) or []:
         if _BARE_MONTH.match(words) and not _MONTH_CUE.search(question[: question.find(words)]):
+            continue
+        if _BARE_MONTH.match(_IN.sub("", words)) and _habitual(question, words):
             continue
         days = _span(words, now)
         if days is not None:
@@ -162,7 +181,7 @@ def _open_ended(question: str, now: datetime) -> TimeRange | None:
 
 def _season(question: str, today: date) -> TimeRange | None:
     match = _SEASON.search(question)
-    if match is None:
+    if match is None or _habitual(question, match.group(0)):
         return None
     first_month = _SEASON_START[match["season"].lower()]
     year = today.year if (today.month, today.day) >= (first_month, 1) else today.year - 1
@@ -174,6 +193,26 @@ def _season(question: str, today: date) -> TimeRange | None:
     last_month_start = date(year + (first_month + 2) // 13, (first_month + 1) % 12 + 1, 1)
     end = last_month_start.replace(day=calendar.monthrange(last_month_start.year, last_month_start.month)[1])
     return TimeRange(start, min(end, today), match.group(0))
+
+
+def _weekend(question: str, today: date) -> TimeRange | None:
+    match = _WEEKEND.search(question)
+    if match is None:
+        return None
+    saturday = today - timedelta(days=(today.weekday() - 5) % 7)  # the latest Saturday up to today
+    if (match["which"] or "").lower() in ("last", "past") and today.weekday() in (5, 6):
+        saturday -= timedelta(days=7)  # on a weekend, "last weekend" is the one before it
+    return TimeRange(saturday, min(saturday + timedelta(days=1), today), match.group(0).strip())
+
+
+def _habitual(question: str, words: str) -> bool:
+    """Whether `words` (a month or season) name a time of every year in `question`: see _HABITUAL."""
+    before = question[: question.find(words)].split()[-1:]  # "last April": the word before pins it too
+    return (
+        not _PINNED.search(" ".join([*before, words]))
+        and bool(_HABITUAL.search(question))
+        and not _PAST.search(question)
+    )
 
 
 def _week_before_last(question: str, today: date) -> TimeRange | None:

@@ -61,6 +61,61 @@ def test_what_only_looks_like_a_time_is_none(question: str) -> None:
     assert intent.range is None and intent.query == question
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What do I sow in April?",
+        "When should we prune in winter?",
+        "what can I plant during spring",
+        "What do you eat in May?",
+    ],
+)
+def test_a_month_or_season_of_every_year_is_no_date(question: str) -> None:
+    """Asked about what one does, not did, "in April" is every April: a planting calendar answers it."""
+    intent = read_time(question, NOW)
+    assert intent.range is None and intent.query == question
+
+
+@pytest.mark.parametrize(
+    ("question", "start"),
+    [
+        ("What did I sow in April?", date(2026, 4, 1)),
+        ("What do I sow in April 2025?", date(2025, 4, 1)),
+        ("what was I planting in spring", date(2026, 3, 1)),
+        ("What do I sow last April?", date(2026, 4, 1)),
+    ],
+)
+def test_the_past_or_a_year_makes_a_month_a_date_again(question: str, start: date) -> None:
+    intent = read_time(question, NOW)
+    assert intent.range is not None and intent.range.start == start, question
+
+
+@pytest.mark.parametrize(
+    ("question", "start", "end", "query"),
+    [
+        ("what did we do last weekend?", date(2026, 11, 28), date(2026, 11, 29), "what did we do?"),
+        ("what did we do at the weekend", date(2026, 11, 28), date(2026, 11, 29), "what did we do"),
+        ("how did saturday's long run go", date(2026, 11, 28), date(2026, 11, 28), "how did long run go"),
+        ("notes from last week's meeting", date(2026, 11, 23), date(2026, 11, 29), "notes meeting"),
+    ],
+)  # fmt: skip
+def test_weekends_and_possessives_are_times(question: str, start: date, end: date, query: str) -> None:
+    intent = read_time(question, NOW)
+    assert intent.range is not None, question
+    assert (intent.range.start, intent.range.end, intent.query) == (start, end, query)
+
+
+def test_last_weekend_asked_on_a_weekend_is_the_one_before() -> None:
+    sunday = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    assert read_time("last weekend", sunday).range.start == date(2026, 11, 21)
+    assert read_time("this weekend", sunday).range.start == date(2026, 11, 28)
+
+
+def test_when_did_i_last_is_latest() -> None:
+    intent = read_time("when did I last bake bread?", NOW)
+    assert intent.latest and intent.range is None and intent.query == "when did I bake bread?"
+
+
 def test_latest_is_an_order_not_a_range() -> None:
     intent = read_time("my latest note on the Lisbon trip", NOW)
     assert intent.latest and intent.range is None and intent.query == "my note on the Lisbon trip"
