@@ -1,9 +1,11 @@
 """The factory: the embedder a vault's `embedding` section asks for, with its endpoint and key from the environment.
 
-Vendor modules import their SDKs (torch, openai, httpx2), so only the one in use is imported. Endpoints and keys
-come from the providers' table the chat providers use too (TOGETHER_API_KEY/TOGETHER_BASE_URL, OPENAI_API_KEY/
-OPENAI_BASE_URL, OLLAMA_URL), so one variable points both at the same place. A remote provider without its key is
-refused here, at start, naming the variable, rather than on the first chunk of an ingest run.
+Vendor modules import their SDKs (onnxruntime, torch, openai, httpx2), so only the one in use is imported. Endpoints
+and keys come from the providers' table the chat providers use too (TOGETHER_API_KEY/TOGETHER_BASE_URL,
+OPENAI_API_KEY/OPENAI_BASE_URL, OLLAMA_URL), so one variable points both at the same place. A remote provider without
+its key is refused here, at start, naming the variable, rather than on the first chunk of an ingest run; so is the
+local model without its files installed (`bundle.py`), and its `torch` runtime without the optional extra
+(`secondbrain[torch]`), naming what to install.
 
 The local embedder's ONNX runtimes cache their export in `models_dir`: the one passed in (`Settings.models_dir`), else
 the one `env` names as `Settings.models_dir` would (SECONDBRAIN_MODEL_CACHE_DIR, else models/ in SECONDBRAIN_DATA_DIR
@@ -37,12 +39,21 @@ def create_embedder(
     `env` defaults to the process environment; `retry` to the shared policy (tests pass a fast one); `models_dir` is
     where a local ONNX runtime caches its export (see the module); `serves_queries` says the process embeds queries
     as they come rather than documents in bulk, which the local embedder's threads are tuned for.
-    Raises ConfigError for a local model that is not the bundled one, FailedPrecondition for a missing key.
+    Raises ConfigError for a local model that is not the bundled one or the torch runtime without its extra,
+    FailedPrecondition for a missing key or the local model's files not installed.
     """
     env = os.environ if env is None else env
     spec = lookup(section.provider, section.model)
     if spec.provider == "local":
+        from secondbrain.embedding import bundle
         from secondbrain.embedding.local import LocalEmbedder
+
+        bundle.require_installed()
+        if section.runtime == "torch":
+            # An optional extra: refused here, at start, naming it, not on the first text to embed.
+            from secondbrain.embedding.torch_runtime import require_installed
+
+            require_installed()
 
         if models_dir is None:
             models_dir = models_dir_in(env)

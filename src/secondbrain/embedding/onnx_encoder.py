@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from secondbrain.embedding.onnx_export import INPUT_NAMES, OUTPUT_NAME
+from secondbrain.embedding.onnx_graph import INPUT_NAMES, OUTPUT_NAME
 
 if TYPE_CHECKING:
     import onnxruntime

@@ -1,11 +1,11 @@
 """The bundled model as ONNX: exported once from the bundled weights, cached (`Settings.models_dir`: models/ in the data
 directory unless set), rebuilt when stale.
 
-No ONNX file ships with the package: the first process that asks for one exports it from the bundled safetensors
-with torch (a few seconds, once), and every later process, and later start, reads the cached file instead, without
-importing torch at all. The cache is keyed by a hash of the weight files (and of `EXPORT_RECIPE`), so new weights or
-a new export recipe give a new file and the old one is removed; each file has a sidecar with its own SHA-256, so a
-file cut short or damaged on disk is noticed, logged as a warning and rebuilt rather than loaded.
+No ONNX file ships with the package: the first process that asks for one writes it from the bundled safetensors
+(`onnx_graph.py`, with onnx and numpy, no torch: a second or two, once), and every later process, and later start,
+reads the cached file instead. The cache is keyed by a hash of the weight files (and of `EXPORT_RECIPE`), so new
+weights or a new export recipe give a new file and the old one is removed; each file has a sidecar with its own
+SHA-256, so a file cut short or damaged on disk is noticed, logged as a warning and rebuilt rather than loaded.
 
 The export stops at the transformer's token embeddings; mean pooling and normalisation run in numpy
 (`onnx_encoder.py`), as they are a few lines and keep the graph the plain BERT that ONNX Runtime optimises well.
@@ -18,23 +18,22 @@ import hashlib
 import logging
 import os
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
+
+from secondbrain.embedding import onnx_graph
 
 log = logging.getLogger(__name__)
 
 Precision = Literal["fp32", "int8"]
 
 # Bump when the export or quantization below changes what they write, so every cache made by older code is rebuilt.
-EXPORT_RECIPE = "1"
+# 2: the graph written by onnx_graph.py from the weights, no longer traced by torch.onnx.export.
+EXPORT_RECIPE = "2"
 # What the exported graph is made of: the weights and the architecture they are read into.
 WEIGHT_FILES = ("config.json", "model.safetensors")
 STEM = "all-MiniLM-L6-v2"
-OPSET = 17
-INPUT_NAMES = ("input_ids", "attention_mask")
-OUTPUT_NAME = "token_embeddings"
 _LOCK_NAME = ".export.lock"
 
 
@@ -72,54 +71,9 @@ def cached_model(model_dir: Path, cache_dir: Path, precision: Precision) -> Path
 
 
 def export_fp32(model_dir: Path, out: Path) -> None:
-    """Export the transformer of the bundled model (token ids and mask in, token embeddings out) to `out`, with
-    dynamic batch and sequence axes. Imports torch and transformers (seconds, and about 500 MB of memory)."""
-    from secondbrain.embedding.local import cpu_threads, offline_hub
-
-    offline_hub()
-    import torch
-    from transformers import AutoModel
-
-    torch.set_num_threads(cpu_threads())
-    # Eager attention: plain MatMul/Softmax ops, which ONNX Runtime optimises when it loads the file (its offline
-    # BERT fusions into Attention ops were measured and gained nothing here); the SDPA path traces a data-dependent
-    # branch (is_causal) into the graph.
-    bert = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager").eval()
-
-    class TokenEmbeddings(torch.nn.Module):
-        """BERT with token type ids fixed at zero, as a sentence-transformers model of one text always has them."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-            token_type_ids = torch.zeros_like(input_ids)
-            return self.bert(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-
-    # Two rows, the second padded: the trace then goes through the masking a padded batch needs.
-    input_ids = torch.full((2, 8), 1000, dtype=torch.int64)
-    attention_mask = torch.ones((2, 8), dtype=torch.int64)
-    attention_mask[1, 5:] = 0
-    axes = {0: "batch", 1: "sequence"}
-    with warnings.catch_warnings(), torch.no_grad():
-        # The TorchScript exporter warns that it is the legacy one and about tracing Python branches; neither
-        # applies to this fixed-architecture encoder, and the agreement tests check the result.
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            TokenEmbeddings(),
-            (input_ids, attention_mask),
-            str(out),
-            input_names=list(INPUT_NAMES),
-            output_names=[OUTPUT_NAME],
-            dynamic_axes={name: axes for name in (*INPUT_NAMES, OUTPUT_NAME)},
-            opset_version=OPSET,
-            do_constant_folding=True,
-            # The TorchScript exporter needs no onnxscript and writes one self-contained file.
-            dynamo=False,
-        )
+    """Write the transformer of the bundled model (token ids and mask in, token embeddings out) to `out`, with
+    dynamic batch and sequence axes: `onnx_graph.export`, which needs no torch."""
+    onnx_graph.export(model_dir, out)
 
 
 def quantize_int8(fp32: Path, out: Path) -> None:

