@@ -17,9 +17,10 @@ from tests.environment import clean_environ
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_VAULT = ROOT / "demo" / "vault"
-# Measured when the question set was written (2026-11-30, local MiniLM embedder): hybrid and vector found an
-# expected note in the first five for all 33 questions, BM25 alone for 30. A change that loses any is a regression.
-FLOOR = {"hybrid": 1.0, "vector": 1.0, "lexical": 0.9}
+# Measured when the vault gained its dated year (2026-12-03, local MiniLM embedder; the questions' expected notes
+# relabelled blind for it, most now several): recall@5 hybrid 0.856, vector 0.811, lexical 0.712, and hybrid ranked
+# an expected note in the first five for every question. A change that falls below these is a regression.
+FLOOR = {"hybrid": 0.85, "vector": 0.8, "lexical": 0.7}
 
 
 def write_lines(path: Path, *lines: object) -> Path:
@@ -144,6 +145,7 @@ def test_the_demo_vaults_questions_stay_above_their_measured_recall(database_url
     assert report["questions"] >= 25 and len(report["kinds"]) >= 4
     for arm, floor in FLOOR.items():
         assert report["arms"][arm]["recall@5"] >= floor, (arm, report["arms"][arm], report["misses"][arm])
+    assert report["misses"]["hybrid"] == []
     assert set(report["per_kind"]["hybrid"]) == set(report["kinds"])
 
 

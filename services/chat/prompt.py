@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from secondbrain.date_sources import said
+from secondbrain.date_sources import MODIFIED, said
 from secondbrain.llm import ChatMessage, ChatRequest, SourcePassage
 from secondbrain.llm.tokens import MESSAGE_OVERHEAD_TOKENS, count_message_tokens, count_tokens, fit_history
 from secondbrain.v1 import retrieval_pb2 as common
@@ -42,6 +42,14 @@ class Budget:
     question: int
     history: int
     """Tokens the history may take; 0 when the rest already fills the window."""
+
+
+def own_last_day(passage: common.Passage) -> str:
+    """The passage's last day when the note itself dates it ("2026-05-06..2026-07-01" ends 2026-07-01); "" when
+    undated or dated only by the file's modification time."""
+    if not passage.date or passage.date_source == MODIFIED:
+        return ""
+    return passage.date.rsplit("..", 1)[-1]
 
 
 def passage_heading(passage: common.Passage) -> str:
@@ -190,7 +198,8 @@ def build_request(
         messages=[*kept, ChatMessage("user", question)],
         max_tokens=shares.answer,
         passages=[
-            SourcePassage(p.number, unlinked(p.text), unlinked(p.note_title), unlinked(p.note_path)) for p in passages
+            SourcePassage(p.number, unlinked(p.text), unlinked(p.note_title), unlinked(p.note_path), own_last_day(p))
+            for p in passages
         ],
     )
     return request, shares

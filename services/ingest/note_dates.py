@@ -24,24 +24,15 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import PurePosixPath
 from typing import Any
 
-from secondbrain.date_sources import FILE_NAME, FRONT_MATTER, HEADING, MODIFIED
+from secondbrain.date_sources import DAY_NAME, FILE_NAME, FRONT_MATTER, HEADING, ISO_START, MODIFIED, heading_date
 
 # Front matter keys in the order they are read: a note's own date, then when it was made, then last changed.
 FRONT_MATTER_KEYS = ("date", "created", "updated", "modified")
 
-_DAY_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?!\d)")
 _COMPACT_DAY_NAME = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
 _WEEK_NAME = re.compile(r"^(\d{4})-W(\d{1,2})$", re.IGNORECASE)
 _MONTH_NAME = re.compile(r"^(\d{4})-(\d{2})$")
 _QUARTER_NAME = re.compile(r"^(\d{4})-Q([1-4])$", re.IGNORECASE)
-_ISO_START = re.compile(r"^\s*(\d{4})-(\d{2})-(\d{2})(?:$|[T\s])")
-_MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name} | {
-    name.lower(): number for number, name in enumerate(calendar.month_abbr) if name
-}
-_MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
-_WEEKDAY = r"(?:[A-Za-z]+,?\s+)?"
-_HEADING_DAY_MONTH = re.compile(rf"^{_WEEKDAY}(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH}\s+(\d{{4}})\b", re.IGNORECASE)
-_HEADING_MONTH_DAY = re.compile(rf"^{_WEEKDAY}{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -83,7 +74,7 @@ def file_name_date(path: str) -> DateSpan | None:
     """The span of days a daily or periodic note's file name names, or None."""
     stem = PurePosixPath(path).stem.strip()
     try:
-        if match := _DAY_NAME.match(stem) or _COMPACT_DAY_NAME.match(stem):
+        if match := DAY_NAME.match(stem) or _COMPACT_DAY_NAME.match(stem):
             day = date(int(match[1]), int(match[2]), int(match[3]))
             return DateSpan(day, day, FILE_NAME)
         if match := _WEEK_NAME.match(stem):
@@ -103,20 +94,6 @@ def file_name_date(path: str) -> DateSpan | None:
     return None
 
 
-def heading_date(heading: str) -> date | None:
-    """The day a heading names at its start (`2026-01-20`, `20 January 2026`, `Monday, January 20, 2026`), or None."""
-    try:
-        if match := _ISO_START.match(heading) or _DAY_NAME.match(heading.strip()):
-            return date(int(match[1]), int(match[2]), int(match[3]))
-        if match := _HEADING_DAY_MONTH.match(heading.strip()):
-            return date(int(match[3]), _MONTHS[match[2].lower()], int(match[1]))
-        if match := _HEADING_MONTH_DAY.match(heading.strip()):
-            return date(int(match[3]), _MONTHS[match[1].lower()], int(match[2]))
-    except ValueError:
-        return None
-    return None
-
-
 def passage_date(heading_path: Sequence[str], note: DateSpan) -> DateSpan:
     """A passage's date: its innermost dated heading's day, else its note's date."""
     for heading in reversed(heading_path):
@@ -131,7 +108,7 @@ def _front_matter_day(value: object) -> date | None:
         return value.date()
     if isinstance(value, date):
         return value
-    if isinstance(value, str) and (match := _ISO_START.match(value)):
+    if isinstance(value, str) and (match := ISO_START.match(value)):
         try:
             return date(int(match[1]), int(match[2]), int(match[3]))
         except ValueError:

@@ -3,6 +3,8 @@ and how dates are written out."""
 
 from __future__ import annotations
 
+import calendar
+import re
 from datetime import date
 
 FILE_NAME = "file name"
@@ -10,6 +12,17 @@ HEADING = "heading"
 # The file's modification time: the last resort, and a weak date (an evergreen note edited yesterday is not news).
 MODIFIED = "modification time"
 FRONT_MATTER = "front matter"
+
+# A day written at the start of a file name or a value: `2026-01-20`, `2026-01-20 Standup`, `2026-01-20T09:00`.
+DAY_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?!\d)")
+ISO_START = re.compile(r"^\s*(\d{4})-(\d{2})-(\d{2})(?:$|[T\s])")
+_MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name} | {
+    name.lower(): number for number, name in enumerate(calendar.month_abbr) if name
+}
+_MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_WEEKDAY = r"(?:[A-Za-z]+,?\s+)?"
+_HEADING_DAY_MONTH = re.compile(rf"^{_WEEKDAY}(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH}\s+(\d{{4}})\b", re.IGNORECASE)
+_HEADING_MONTH_DAY = re.compile(rf"^{_WEEKDAY}{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.IGNORECASE)
 
 
 def said(date: str, source: str) -> str:
@@ -26,3 +39,17 @@ def span_text(start: date | None, end: date | None) -> str:
     if start is None or end is None:
         return ""
     return start.isoformat() if start == end else f"{start.isoformat()}..{end.isoformat()}"
+
+
+def heading_date(heading: str) -> date | None:
+    """The day a heading names at its start (`2026-01-20`, `20 January 2026`, `Monday, January 20, 2026`), or None."""
+    try:
+        if match := ISO_START.match(heading) or DAY_NAME.match(heading.strip()):
+            return date(int(match[1]), int(match[2]), int(match[3]))
+        if match := _HEADING_DAY_MONTH.match(heading.strip()):
+            return date(int(match[3]), _MONTHS[match[2].lower()], int(match[1]))
+        if match := _HEADING_MONTH_DAY.match(heading.strip()):
+            return date(int(match[3]), _MONTHS[match[1].lower()], int(match[2]))
+    except ValueError:
+        return None
+    return None

@@ -393,3 +393,41 @@ def test_never_fails_and_cites_only_given_numbers(question: str, texts: list[str
         # The note's own words, in its order: lines joined and markers dropped, nothing added.
         assert words(quote.text) in words(passages[quote.number - 1].text)
         assert not quote.code or words(quote.code) in words(passages[quote.number - 1].text)
+
+
+# Of two dated statements alike, the later: a plan and its revision (issue 34).
+PAINT_PLAN = SourcePassage(
+    1,
+    "21 February 2026\n\nChose the paint for the kitchen wall: a washable matt called Chalk White.",
+    date="2026-02-21",
+)
+PAINT_CHANGED = SourcePassage(
+    2, "11 April 2026\n\nNew paint on the kitchen wall: a warm off-white called Oat Milk.", date="2026-04-11"
+)
+PAINT_LOG = SourcePassage(
+    3,
+    "House Log\n\n## 2026-02-21\n\nKitchen wall paint: Chalk White.\n\n## 2026-04-11\n\nKitchen wall paint is now "
+    "Oat Milk, a warm off-white.\n\n## 2026-05-02\n\nGutters cleared.",
+    date="2026-05-02",
+)
+
+
+def test_of_two_dated_statements_alike_the_later_is_quoted_though_ranked_lower() -> None:
+    assert quoted("What paint is on the kitchen wall?", [PAINT_PLAN, PAINT_CHANGED]) == [
+        "New paint on the kitchen wall: a warm off-white called Oat Milk."
+    ]
+
+
+def test_a_running_log_dates_each_statement_by_its_own_heading() -> None:
+    # The log's passage ends in May, but its Chalk White line is February's: the April journal is the later.
+    answer = quoted("What paint is on the kitchen wall?", [PAINT_LOG, PAINT_PLAN])
+    assert answer == ["Kitchen wall paint is now Oat Milk, a warm off-white."], answer
+
+
+def test_an_undated_statement_or_one_saying_less_is_not_superseded() -> None:
+    undated = SourcePassage(1, "Kitchen\n\nThe kitchen wall paint is Chalk White.")
+    assert quoted("What paint is on the kitchen wall?", [undated, PAINT_CHANGED])[0] == (
+        "The kitchen wall paint is Chalk White."
+    ), "an undated note is not known to be older"
+    other = SourcePassage(2, "1 May 2026\n\nThe garden wall needs paint too.", date="2026-05-01")
+    assert quoted("Which paint for the kitchen wall?", [PAINT_PLAN, other])[0].startswith("Chose the paint")

@@ -16,7 +16,9 @@ euros" is about the budget), a note's title only as background: it covers a word
 make a sentence worth quoting by itself. The search's order is evidence too (it knew what the words alone do not):
 a sentence's weight is divided by its passage's place (1 for [1], 2 for [2], ...), the first quote comes from the
 best-ranked passage that has a sentence to quote (usually [1]), and a later quote that adds less than a tenth of what
-the first did is filler, left out.
+the first did is filler, left out. Time is evidence too: of two statements the notes date (a journal's day, a running
+log's dated heading; never a file's modification time) that say the same question words, the later is quoted, as a
+model is told to lead with the later of two passages that disagree: the tiles chosen again in March, not February's.
 
 Each quote then gets a little context, so it reads as the note says it: the rest of its paragraph when that is short,
 the sentences around it that also speak of the question, what it introduces when it ends with a colon (a list, a
@@ -163,6 +165,24 @@ def _choose(words: list[frozenset[str]], candidates: list[Unit]) -> list[Unit]:
         # The search's order is evidence the words alone do not have: [2] counts half as much as [1].
         return found / (1 + candidates[index].rank)
 
+    def open_to(index: int, chosen: list[int], covered: set[int]) -> bool:
+        return (
+            bool(stated[index] - covered)
+            and answers(index, not chosen)
+            and not any(_near_duplicate(candidates[index], candidates[other]) for other in chosen)
+        )
+
+    def later_alike(index: int, chosen: list[int], covered: set[int]) -> int:
+        """The latest dated unit saying every question word that `index` says, if later than it: of two dated
+        statements alike (the tiles chosen in February, chosen again in March) the later is quoted, as a model is
+        told to lead with the later of two passages that disagree."""
+        latest = index
+        if candidates[index].day and said[index]:
+            for other, unit in enumerate(candidates):
+                if unit.day > candidates[latest].day and said[other] >= said[index] and open_to(other, chosen, covered):
+                    latest = other
+        return latest
+
     # The first quote comes from the best-ranked passage that has one to give.
     top = min((s.rank for i, s in enumerate(candidates) if stated[i] and answers(i, True)), default=0)
     chosen: list[int] = []
@@ -171,9 +191,7 @@ def _choose(words: list[frozenset[str]], candidates: list[Unit]) -> list[Unit]:
     while len(chosen) < MAX_QUOTES:
         best: tuple[float, int] | None = None
         for index, unit in enumerate(candidates):
-            if not (stated[index] - covered) or not answers(index, not chosen) or (not chosen and unit.rank != top):
-                continue
-            if any(_near_duplicate(unit, candidates[other]) for other in chosen):
+            if (not chosen and unit.rank != top) or not open_to(index, chosen, covered):
                 continue
             value = gain(index, covered)
             if best is None or value > best[0]:
@@ -181,8 +199,9 @@ def _choose(words: list[frozenset[str]], candidates: list[Unit]) -> list[Unit]:
         if best is None or (chosen and best[0] < MIN_SHARE * first_gain):
             break
         first_gain = first_gain or best[0]
-        chosen.append(best[1])
-        covered |= stated[best[1]] | named[best[1]]
+        pick = later_alike(best[1], chosen, covered)
+        chosen.append(pick)
+        covered |= stated[pick] | named[pick]
     return [candidates[index] for index in chosen]
 
 

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from secondbrain.date_sources import heading_date
 from secondbrain.llm.quote_words import WORD, key_set
 from secondbrain.llm.types import SourcePassage
 
@@ -91,6 +92,9 @@ class Unit:
     """The place in the passage counting what is not quoted too: units next to each other differ by one."""
     marker: str = ""
     """A list item's marker with its indent (`-`, `  1.`), a code block's language."""
+    day: str = ""
+    """The day the note says the unit is from (YYYY-MM-DD): its innermost dated heading's, else its passage's; ""
+    when undated."""
 
     @property
     def indent(self) -> int:
@@ -141,6 +145,8 @@ class _Reader:
         if kind != CODE and (_ASKS.search(_CODE_SPAN.sub("", text)) or _TO_THE_READER.search(text)):
             return
         heading, context = self.heading_keys(header)
+        dated = (heading_date(self.headings[level]) for level in sorted(self.headings, reverse=True))
+        day = next((found.isoformat() for found in dated if found is not None), self.passage.date)
         tier = ABOUT_THE_VAULT if is_about_the_vault(self.passage.path) else ANSWER
         # An open question names what is not known yet, and a unit the conversation quoted was read already.
         if _INDIRECT_QUESTION.search(text) or "question" in heading or (self.earlier and plain(text) in self.earlier):
@@ -159,6 +165,7 @@ class _Reader:
                 self.block,
                 self.position,
                 marker,
+                day,
             )
         )
 

@@ -52,6 +52,9 @@ class SourcePassage:
     # The note's path in the vault: the extractive provider quotes a note about the vault itself (its root README)
     # only when nothing else matches.
     path: str = ""
+    # The passage's last day (YYYY-MM-DD) when the note itself dates it (its name, front matter or a dated heading),
+    # never its file's modification time; "" otherwise. Of two dated statements alike, the later is quoted.
+    date: str = ""
 
 
 @dataclass(frozen=True)
