@@ -42,6 +42,10 @@ from secondbrain.v1 import retrieval_pb2 as common
 # The model that answers with the chat settings' provider and model.
 DEFAULT_MODEL = "secondbrain"
 CONVERSATION_HEADER = "x-secondbrain-conversation"
+# The asker's moment (ISO 8601 with its UTC offset), which "last week" in a question is read against: OpenAI's API
+# has no field for it, and without it the server's clock (and `retrieve.time_zone`) decides.
+NOW_HEADER = "x-secondbrain-now"
+MAX_NOW_CHARS = 40
 MAX_MODEL_CHARS = 200
 # A conversation id is a UUID (36 characters); anything much longer is not one.
 MAX_CONVERSATION_CHARS = 64
@@ -142,11 +146,17 @@ def _turn(body: _Completion) -> tuple[str, list[common.HistoryMessage]]:
     return said[-1].text(), history
 
 
-def _check_conversation_header(value: str) -> None:
-    if len(value) > MAX_CONVERSATION_CHARS:
+def _check_headers(conversation: str, now: str) -> None:
+    """Too long to be what they name is a 400 here, before it could be a gRPC metadata error (a 429 SDKs retry)."""
+    if len(conversation) > MAX_CONVERSATION_CHARS:
         raise InvalidInput(
-            f"the {CONVERSATION_HEADER} header is {len(value)} characters long: a conversation id is a UUID, as "
-            "CreateConversation returns it"
+            f"the {CONVERSATION_HEADER} header is {len(conversation)} characters long: a conversation id is a UUID, "
+            "as CreateConversation returns it"
+        )
+    if len(now) > MAX_NOW_CHARS:
+        raise InvalidInput(
+            f"the {NOW_HEADER} header is {len(now)} characters long: write the moment as ISO 8601 with its UTC "
+            "offset, like 2026-11-30T18:00:00+00:00"
         )
 
 
@@ -222,7 +232,7 @@ class OpenAICompat:
             refuse_lone_surrogates(data, "request body")
             body = _Completion.model_validate(data)
             question, history = _turn(body)
-            _check_conversation_header(request.headers.get(CONVERSATION_HEADER, ""))
+            _check_headers(request.headers.get(CONVERSATION_HEADER, ""), request.headers.get(NOW_HEADER, ""))
         except HttpError as error:
             response = error_response(error.status or HTTP_STATUS.get(error.code, 400), error.message)
             if error.status == REQUEST_TIMEOUT:
@@ -264,11 +274,12 @@ class OpenAICompat:
         self, request: Request, body: _Completion, question: str, history: list[common.HistoryMessage]
     ) -> grpc.aio.UnaryStreamCall:
         conversation = request.headers.get(CONVERSATION_HEADER)
+        now = request.headers.get(NOW_HEADER, "")
         if conversation:
-            send = pb.SendMessageRequest(conversation_id=conversation, content=question)
+            send = pb.SendMessageRequest(conversation_id=conversation, content=question, now=now)
             return self.chat.SendMessage(send)
         provider, model = _model_choice(body.model)
-        answer = pb.AnswerRequest(content=question, history=history, provider=provider, model=model)
+        answer = pb.AnswerRequest(content=question, history=history, provider=provider, model=model, now=now)
         return self.chat.Answer(answer)
 
     async def _events(self, call: grpc.aio.UnaryStreamCall, first: object) -> AsyncIterator[Any]:

@@ -174,7 +174,17 @@ def openapi_paths(prefix: str) -> dict[str, Any]:
                         "required": False,
                         "description": "A conversation to send the question to, which stores the turn.",
                         "schema": {"type": "string"},
-                    }
+                    },
+                    {
+                        "name": "X-Secondbrain-Now",
+                        "in": "header",
+                        "required": False,
+                        "description": (
+                            "The asker's moment, ISO 8601 with its UTC offset (2026-11-30T18:00:00+00:00), that a "
+                            "time in the question ('last week') is read against; without it, the server's clock."
+                        ),
+                        "schema": {"type": "string", "maxLength": 40},
+                    },
                 ],
                 "requestBody": {
                     "required": True,

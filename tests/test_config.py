@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from secondbrain.config import default_data_dir, load_config, load_settings, load_vault_config
 from secondbrain.errors import ConfigError
+from secondbrain.retrieve.pipeline import Retriever
 
 
 @pytest.fixture(autouse=True)
@@ -115,6 +118,7 @@ def test_vault_config_is_read(tmp_path: Path) -> None:
         ({"ingest": {"ignore": "Archive/**"}}, "ingest.ignore"),
         ({"ingest": {"ignroe": ["x"]}}, "ingest.ignroe"),
         ({"injest": {}}, "injest"),
+        ({"retrieve": {"time_zone": "Lisbon"}}, "retrieve.time_zone"),
     ],
 )
 def test_bad_vault_config_names_the_key(tmp_path: Path, content: dict, named: str) -> None:
@@ -145,3 +149,15 @@ def test_vault_that_is_not_a_directory(monkeypatch: pytest.MonkeyPatch, tmp_path
     monkeypatch.setenv("SECONDBRAIN_VAULT", str(tmp_path / "missing"))
     with pytest.raises(ConfigError, match="SECONDBRAIN_VAULT"):
         load_config()
+
+
+def test_the_time_zone_is_an_iana_name_and_decides_the_servers_now(tmp_path: Path) -> None:
+    (tmp_path / "secondbrain.json").write_text(json.dumps({"retrieve": {"time_zone": "Pacific/Kiritimati"}}))
+    settings = load_vault_config(tmp_path).retrieve
+    assert settings.time_zone == "Pacific/Kiritimati"
+    now = Retriever._now(SimpleNamespace(settings=settings))  # type: ignore[arg-type]
+    assert now.utcoffset() == timedelta(hours=14), "a question's 'today' is the configured zone's"
+    (tmp_path / "secondbrain.json").write_text(json.dumps({"retrieve": {"time_zone": "Lisbon"}}))
+    with pytest.raises(ConfigError) as raised:
+        load_vault_config(tmp_path)
+    assert "an IANA name, like Europe/Lisbon" in str(raised.value)

@@ -25,6 +25,7 @@ from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.errors import ResourceExhausted, Unavailable
 from secondbrain.llm.answer_text import gist
+from secondbrain.retrieve.filters import Filters, parse_now
 from secondbrain.service.convert import ROLE_VALUES, timestamp
 from secondbrain.service.error_mapping import status_for
 from secondbrain.service.history import history_from
@@ -105,7 +106,11 @@ def message_to_proto(row: store.MessageRow) -> pb.Message:
 
 
 def scope_from(request: pb.SendMessageRequest | pb.AnswerRequest) -> Scope:
+    """The turn's scope, checked by retrieve's own rules before the turn starts: a bad date or now is refused with
+    nothing stored, not an error after the question is."""
     filters = request.filters
+    Filters.parse(filters.folders, filters.tags, filters.date_from, filters.date_to)
+    parse_now(request.now)
     return Scope(tuple(filters.folders), tuple(filters.tags), filters.date_from, filters.date_to, request.now)
 
 

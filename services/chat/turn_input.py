@@ -61,7 +61,8 @@ def parse_conversation_id(value: str) -> uuid.UUID:
 @dataclass(frozen=True)
 class Scope:
     """What narrows a turn's retrieval: folders, tags and a range of days (YYYY-MM-DD, either end open), and the
-    asker's now (ISO 8601 with its offset), which a time in the question is read from. Retrieve validates them."""
+    asker's now (ISO 8601 with its offset), which a time in the question is read from. Checked by retrieve's rules
+    (`servicer.scope_from`) before a turn starts."""
 
     folders: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 
 from secondbrain.errors import InvalidInput
 
@@ -68,3 +68,19 @@ def _day(name: str, value: str) -> date | None:
         return date.fromisoformat(value.strip())
     except ValueError:
         raise InvalidInput(f"{name} {value[:40]!r} is not a day: write it as YYYY-MM-DD, like 2026-01-20") from None
+
+
+def parse_now(text: str) -> datetime | None:
+    """The asker's moment as a client sent it (ISO 8601 with its UTC offset), None when none was sent."""
+    if not text.strip():
+        return None
+    try:
+        now = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidInput(
+            f"now {text[:40]!r} is not a moment: write it as ISO 8601 with its UTC offset, like "
+            "2026-11-30T18:00:00+00:00"
+        ) from None
+    if now.tzinfo is None:
+        raise InvalidInput(f"now {text[:40]!r} has no UTC offset: add one, like +00:00, so its day is the asker's")
+    return now

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from secondbrain.llm import ChatMessage
 from secondbrain.retrieve import store, time_scope
 from secondbrain.retrieve.condense import Condenser, PlannedQuery
 from secondbrain.retrieve.expand import Excerpt, PassageText, assemble, plan_spans, within_budget
-from secondbrain.retrieve.filters import Filters
+from secondbrain.retrieve.filters import Filters, parse_now
 from secondbrain.retrieve.fusion import Candidate, Fused, Fusion, fuse_queries
 from secondbrain.retrieve.modes import Mode
 from secondbrain.retrieve.rerank import Reranker
@@ -89,23 +90,8 @@ class RetrievalOptions:
             token_budget=token_budget or defaults.token_budget,
             answer_provider=answer_provider,
             answer_model=answer_model,
-            now=_asker_now(now),
+            now=parse_now(now),
         )
-
-
-def _asker_now(text: str) -> datetime | None:
-    if not text.strip():
-        return None
-    try:
-        now = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise InvalidInput(
-            f"now {text[:40]!r} is not a moment: write it as ISO 8601 with its UTC offset, like "
-            "2026-11-30T18:00:00+00:00"
-        ) from None
-    if now.tzinfo is None:
-        raise InvalidInput(f"now {text[:40]!r} has no UTC offset: add one, like +00:00, so its day is the asker's")
-    return now
 
 
 @dataclass(frozen=True)
@@ -291,6 +277,11 @@ class Retriever:
         clock.timings.append(("total", (time.perf_counter() - clock.started) * 1000))
         yield Done(clock.timings, len(passages))
 
+    def _now(self) -> datetime:
+        """The asker's now when the client sent none: this machine's clock, in the configured time zone if any."""
+        zone = ZoneInfo(self.settings.time_zone) if self.settings.time_zone else None
+        return datetime.now(zone).astimezone(zone)
+
     async def rank(
         self,
         text: str,
@@ -309,11 +300,7 @@ class Retriever:
         k = depth or self.settings.candidates_per_arm
 
         # The time the question names narrows the search, and its words are not searched (see time_scope).
-        timed = (
-            time_scope.scope(text, options.now or datetime.now().astimezone(), filters)
-            if self.settings.read_time
-            else None
-        )
+        timed = time_scope.scope(text, options.now or self._now(), filters) if self.settings.read_time else None
         searched = filters
         if timed is not None:
             searched, text = timed.filters, timed.intent.query or text

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import parse_qs, unquote, urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import platformdirs
 from pydantic import (
@@ -337,6 +338,24 @@ class RetrieveSection(_Section):
     read_time: bool = Field(
         default=True, description='A time the question names ("last week") narrows the search to the notes dated then.'
     )
+    time_zone: str = Field(
+        default="",
+        max_length=64,
+        description="The asker's time zone (IANA, like Europe/Lisbon) when a client sends no time of its own; empty, "
+        "this machine's.",
+    )
+
+    @field_validator("time_zone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        if value.strip():
+            try:
+                ZoneInfo(value.strip())
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(
+                    f"{value!r} is not a time zone this machine knows: use an IANA name, like Europe/Lisbon or UTC"
+                ) from None
+        return value.strip()
 
 
 class AgentSection(_Section):

@@ -329,6 +329,29 @@ async def test_a_bad_request_is_refused_with_a_status_and_stores_nothing(stack: 
     assert (await stack.get(conversation_id)).message_count == 0
 
 
+@pytest.mark.parametrize(
+    ("scope", "says"),
+    [
+        ({"now": "yesterday"}, "ISO 8601 with its UTC offset"),
+        ({"now": "2026-11-30T18:00:00"}, "has no UTC offset"),
+        ({"filters": common.RetrievalFilters(date_from="last week")}, "date_from 'last week' is not a day"),
+        ({"filters": common.RetrievalFilters(date_from="2026-02-01", date_to="2026-01-01")}, "swap them"),
+    ],
+)
+async def test_a_bad_time_is_refused_before_the_question_is_stored(
+    stack: ChatStack, scope: dict[str, object], says: str
+) -> None:
+    conversation_id = (await stack.conversation()).id
+    request = pb.SendMessageRequest(conversation_id=conversation_id, content=QUESTION, **scope)
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        [event async for event in stack.stub.SendMessage(request, timeout=60)]
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT and says in raised.value.details()
+    assert (await stack.get(conversation_id)).message_count == 0
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        [event async for event in stack.stub.Answer(pb.AnswerRequest(content=QUESTION, **scope), timeout=60)]
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT and says in raised.value.details()
+
+
 async def test_an_answer_left_pending_by_a_dead_chat_process_is_closed_later(stack: ChatStack) -> None:
     from secondbrain.chat.server import close_abandoned_turns
 

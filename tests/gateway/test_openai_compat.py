@@ -198,6 +198,7 @@ async def test_a_value_too_long_or_of_the_wrong_type_is_a_400_before_any_call(gu
     # Not a 429 (a service's error echoing the value was too large a gRPC status), which OpenAI's SDKs retry.
     await refused({"model": "m" * 10_000}, "model: String should have at most 200 characters")
     await refused({}, "a conversation id is a UUID", **{"X-Secondbrain-Conversation": "c" * 60_000})
+    await refused({}, "write the moment as ISO 8601", **{"X-Secondbrain-Now": "2" * 10_000})
     # OpenAI takes a boolean only.
     for lax in ("yes", 1, "true"):
         await refused({"stream": lax}, "stream: Input should be a valid boolean")
@@ -224,3 +225,29 @@ async def test_in_agent_mode_a_passage_a_tool_added_is_among_the_sources(guarded
     assert text.startswith("Fed twice a day [2].\n\nSources:\n- [2] Recipes/Bread.md, lines 1-3"), text
     sources = (completion.model_extra or {})["secondbrain"]["sources"]
     assert [s["number"] for s in sources] == [2]
+
+
+async def test_last_week_is_read_against_the_askers_now_header(guarded: Gateway) -> None:  # noqa: F811
+    guarded.chat.write("Journal/2026-11-10.md", "# 10 November\n\nWe decided on a quartz worktop for the kitchen.\n")
+    guarded.chat.write("Journal/2026-11-25.md", "# 25 November\n\nWe decided on an oak worktop for the kitchen.\n")
+    await guarded.chat.ingest()
+    guarded.chat.llm.script.push(Reply(deltas=["Oak [1]."]))
+    completion = await client(guarded).chat.completions.create(
+        model="secondbrain",
+        messages=[{"role": "user", "content": "What did we decide about the worktop last week?"}],
+        extra_headers={"X-Secondbrain-Now": "2026-11-30T18:00:00+00:00"},
+    )
+    paths = [source["path"] for source in (completion.model_extra or {})["secondbrain"]["sources"]]
+    assert paths[0] == "Journal/2026-11-25.md" and "Journal/2026-11-10.md" not in paths, paths
+    system = guarded.chat.answer_requests()[-1].json["messages"][0]["content"]
+    assert "dated 2026-11-25" in system
+
+    # A moment that is not one is a 400 saying how to write it, before any model is asked.
+    answered = len(guarded.chat.answer_requests())
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client(guarded).chat.completions.create(
+            model="secondbrain",
+            messages=[{"role": "user", "content": "What did we decide last week?"}],
+            extra_headers={"X-Secondbrain-Now": "yesterday"},
+        )
+    assert "ISO 8601 with its UTC offset" in str(refused.value) and len(guarded.chat.answer_requests()) == answered
