@@ -421,6 +421,30 @@ async def test_search_by_dates_and_each_note_shows_its_day(gateway: Gateway, pag
     await expect(hits).to_have_count(2)
 
 
+async def test_last_week_in_a_question_is_the_browsers_last_week(gateway: Gateway, page: Page) -> None:
+    """The UI sends the browser's own now with its offset: "last week" is the week before the asker's today, the
+    plan says which days, and the passage cited is that week's, with its day."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    gateway.chat.write("Journal/2026-11-10.md", "# 10 November 2026\n\nWe decided on a quartz worktop.\n")
+    gateway.chat.write("Journal/2026-11-25.md", "# 25 November 2026\n\nWe decided on an oak worktop instead.\n")
+    await gateway.chat.ingest()
+    await page.clock.set_fixed_time("2026-11-30T18:00:00Z")
+    gateway.chat.llm.script.push(Reply(deltas=["Oak, decided on 25 November [1]."]))
+    await page.get_by_role("button", name="Open chat").click()
+    await ask(page, "What did we decide about the worktop last week?")
+    answer = page.get_by_test_id("answer").last
+    await expect(answer).to_contain_text("Oak, decided on 25 November")
+    await answer.get_by_role("button", name="How were these found?").click()
+    await expect(answer.get_by_test_id("plan").locator(".time-scope")).to_have_text(
+        "Notes dated 23\u201329 November 2026."
+    )
+    await answer.locator("button.cite").first.click()
+    passage = page.get_by_role("dialog", name="Passage 1")
+    await expect(passage).to_contain_text("Journal/2026-11-25.md")
+    await expect(passage).to_contain_text("oak worktop")
+    await page.screenshot(path=SCREENSHOTS / "chat-last-week.png")
+
+
 async def test_a_service_that_is_down_is_said_plainly(gateway: Gateway, page: Page) -> None:
     await gateway.chat.stop_chat()
     await page.get_by_role("button", name="Open chat").click()
