@@ -281,3 +281,33 @@ async def test_ask_agent_prints_each_step_then_the_answer(service_env: dict[str,
             "auto", "auto",
         ]  # fmt: skip
         assert "--agent" in (await run_secondbrain("ask", "--help", env=env))[1]
+
+
+async def test_ask_and_retrieve_read_last_week_from_the_moment_given(
+    service_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The terminal's clock by default; `--now` asks as of another moment: "last week" is the week before it, and
+    the quoting answer (no key) quotes that week's decision, not the one before."""
+    vault = tmp_path / "vault"
+    (vault / "Journal").mkdir(parents=True)
+    (vault / "Journal" / "2026-11-10.md").write_text("# 10 November 2026\n\nWe decided on a quartz worktop.\n")
+    (vault / "Journal" / "2026-11-25.md").write_text("# 25 November 2026\n\nWe decided on an oak worktop.\n")
+    env = {key: value for key, value in service_env.items() if not key.endswith("_API_KEY") and key != "OLLAMA_URL"}
+    env.update(SECONDBRAIN_VAULT=str(vault), SECONDBRAIN_CHAT_PORT="9", SECONDBRAIN_RETRIEVE_PORT="9",
+               SECONDBRAIN_INGEST_PORT="9")  # fmt: skip
+    code, _, stderr = await run_secondbrain("ingest", env=env)
+    assert code == 0, stderr
+    question = "What did we decide about the worktop last week?"
+    code, stdout, stderr = await run_secondbrain("ask", question, "--now", "2026-11-30T18:00:00+00:00", env=env)
+    assert code == 0, stderr
+    assert "oak worktop" in stdout and "quartz" not in stdout, stdout
+    assert "[1] 25 November 2026  Journal/2026-11-25.md:3-3, dated 2026-11-25" in stdout, stdout
+    code, stdout, stderr = await run_secondbrain(
+        "retrieve", question, "--now", "2026-11-17T09:00:00+00:00", "--json", env=env
+    )
+    assert code == 0, stderr
+    retrieved = json.loads(stdout)
+    assert retrieved["plan"]["time"] == "Notes dated 9\u201315 November 2026"
+    assert [p["note_path"] for p in retrieved["passages"]] == ["Journal/2026-11-10.md"]
+    code, _, stderr = await run_secondbrain("ask", question, "--now", "last tuesday", env=env)
+    assert code == 2 and "is not a moment with its UTC" in stderr, stderr

@@ -39,6 +39,7 @@ async def run_ask(
     save: bool = False,
     since: str = "",
     until: str = "",
+    now: str = "",
 ) -> int:
     """One question answered at the terminal. Kept as a conversation only when asked (`save`) or continuing one: a
     question asked at a terminal is not a conversation the web UI should list (found by a user: after one session
@@ -50,8 +51,8 @@ async def run_ask(
         if conversation is None and save:
             created = await chat.CreateConversation(pb.CreateConversationRequest(), timeout=30)
             conversation = created.conversation.id
-        # The terminal's own clock and zone: "yesterday" in the question is the asker's yesterday.
-        now = datetime.now().astimezone().isoformat(timespec="seconds")
+        # The terminal's own clock and zone unless told a moment: "yesterday" in the question is the asker's.
+        now = now or datetime.now().astimezone().isoformat(timespec="seconds")
         filters = common.RetrievalFilters(date_from=since, date_to=until)
         if conversation is None:
             request = pb.AnswerRequest(content=question, mode=mode, filters=filters, now=now)

@@ -80,14 +80,15 @@ async def run_search(
 
 async def run_retrieve(
     config: Config, question: str, *, mode: str, folders: list[str], tags: list[str], since: str = "",
-    until: str = "", passages: int, condense: bool, rerank: bool | None, address: str | None, as_json: bool,
+    until: str = "", now: str = "", passages: int, condense: bool, rerank: bool | None, address: str | None,
+    as_json: bool,
 ) -> None:  # fmt: skip
     console = Console()
     options = pb.RetrieveOptions(max_passages=passages, mode=RETRIEVAL_MODES[mode], condense=condense)
     if rerank is not None:
         options.rerank = rerank
-    # The terminal's own clock and zone: "yesterday" in the question is the asker's yesterday.
-    now = datetime.now().astimezone().isoformat(timespec="seconds")
+    # The terminal's own clock and zone unless told a moment: "yesterday" in the question is the asker's yesterday.
+    now = now or datetime.now().astimezone().isoformat(timespec="seconds")
     request = pb.RetrieveRequest(
         query=question, filters=_filters(folders, tags, since, until), options=options, now=now
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from typing import Annotated
 
 import typer
@@ -42,6 +42,33 @@ UntilOption = Annotated[
     str,
     typer.Option(
         "--until", parser=day, help="Only passages dated on or before this day (YYYY-MM-DD).", show_default=False
+    ),
+]
+
+
+def moment(text: str) -> str:
+    """`--now`'s value as the API takes it: ISO 8601 with its UTC offset."""
+    if not text.strip():
+        return ""
+    try:
+        parsed = datetime.fromisoformat(text.strip())
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        raise typer.BadParameter(
+            f"{text!r} is not a moment with its UTC offset: write it like 2026-11-30T18:00:00+00:00"
+        )
+    return parsed.isoformat()
+
+
+NowOption = Annotated[
+    str,
+    typer.Option(
+        "--now",
+        parser=moment,
+        help="Ask as of this moment (ISO 8601 with its UTC offset): 'last week' in the question is the week before "
+        "it. Default: this terminal's clock.",
+        show_default=False,
     ),
 ]
 AddressOption = Annotated[
@@ -102,6 +129,7 @@ def retrieve(
     tag: TagOption = None,
     since: SinceOption = "",
     until: UntilOption = "",
+    now: NowOption = "",
     condense: Annotated[bool, typer.Option(help="Let an LLM add alternate phrasings of a broad question.")] = True,
     rerank: Annotated[
         bool | None,
@@ -122,6 +150,7 @@ def retrieve(
             tags=tag or [],
             since=since,
             until=until,
+            now=now,
             passages=passages,
             condense=condense,
             rerank=rerank,
@@ -146,6 +175,7 @@ def ask(
     ] = False,
     since: SinceOption = "",
     until: UntilOption = "",
+    now: NowOption = "",
     address: Annotated[str | None, typer.Option(help="host:port of a chat service to use.")] = None,
     agent: Annotated[
         bool | None,
@@ -177,6 +207,7 @@ def ask(
                 save=save,
                 since=since,
                 until=until,
+                now=now,
                 address=address,
                 mode=mode,
                 as_json=as_json,
