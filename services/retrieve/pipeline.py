@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, fields
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -38,6 +38,14 @@ MAX_HISTORY_MESSAGES = 100
 MAX_HISTORY_CHARS = 200_000
 STATEMENT_TIMEOUT_SECONDS = 10.0
 LINK_SOURCES = 3  # top passages whose linked notes may join
+
+
+# How many passages about an event ("the roofer's inspection") are looked through for the best one the note dates.
+EVENT_DEPTH = 10
+
+
+async def _no_day() -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -277,6 +285,24 @@ class Retriever:
         clock.timings.append(("total", (time.perf_counter() - clock.started) * 1000))
         yield Done(clock.timings, len(passages))
 
+    async def _event_day(self, event: str, filters: Filters, mode: Mode) -> date | None:
+        """The day of the notes' best passage about `event` ("the roofer's inspection") among those the note itself
+        dates (a daily note, front matter, a dated heading; never a file's modification time) and that hold a word
+        of it; None when there is none."""
+        vectors = None
+        if mode != "lexical":
+            vectors, _, _ = await self.query_vectors([event])
+        found = await self._search(event, filters, vectors[0] if vectors else None, mode != "vector", EVENT_DEPTH)
+        if mode != "vector":
+            # The event's own words must be there: by meaning alone, any journal has a passage nearest to "the moon
+            # landing", and its day would be taken for the event's.
+            found = [candidate for candidate in found if candidate.lexical_rank is not None]
+        async with self.db.pool.acquire() as connection:
+            dated = await store.chunk_dates(
+                connection, [c.chunk_id for c in found], STATEMENT_TIMEOUT_SECONDS, content_dated=True
+            )
+        return next((dated[c.chunk_id][0] for c in found if c.chunk_id in dated), None)
+
     def _now(self) -> datetime:
         """The asker's now when the client sent none: this machine's clock, in the configured time zone if any."""
         zone = ZoneInfo(self.settings.time_zone) if self.settings.time_zone else None
@@ -301,6 +327,15 @@ class Retriever:
 
         # The time the question names narrows the search, and its words are not searched (see time_scope).
         timed = time_scope.scope(text, options.now or self._now(), filters) if self.settings.read_time else None
+        if timed is not None and timed.intent.event is not None:
+            event = timed.intent.event
+            days = await asyncio.gather(
+                *(
+                    self._event_day(what, filters, options.mode) if what else _no_day()
+                    for what in (event.what, event.second)
+                )
+            )
+            timed = time_scope.at_events(timed, (days[0], days[1]), options.now or self._now(), filters)
         searched = filters
         if timed is not None:
             searched, text = timed.filters, timed.intent.query or text

@@ -64,6 +64,16 @@ _SEASON = re.compile(
     re.IGNORECASE,
 )
 _DAY_NUMBER = re.compile(r"^\s*\d{1,2}(?:st|nd|rd|th)?")
+# A time named by an event of the notes' own: "since the showroom visit", "after we got home from Galicia", "once we
+# were back from Lisbon", "between pulling my calf and the first run back". The event is a thing (a determiner, a
+# name, a possessive) or a clause with its subject or a gerund, of two words at least: "before nine", "after lunch"
+# and a recipe's "until it doubles" name no event.
+_EVENT_WORD = re.compile(r"\b(?P<word>since|before|after|until|till|once)\s+(?P<what>[^?.!,;]+)", re.IGNORECASE)
+_EVENTS_BETWEEN = re.compile(r"\b(?:in\s+)?between\s+(?P<first>.+?)\s+and\s+(?P<second>[^?.!,;]+)", re.IGNORECASE)
+_EVENT_START = re.compile(r"^(?:(?i:the|my|our|a|an|we|i|he|she|they)\b|[A-Z][\w-]*\b|\w+'s\b|\w+ing\b)", re.UNICODE)
+_PRONOUN = re.compile(r"\b(?:it|them)\b", re.IGNORECASE)
+_TOLD = re.compile(r"\b(?:did|was|were|had|has|have|happened|\w{3,}ed)\b", re.IGNORECASE)
+_NOT_EVENT_START = re.compile(r"^(?i:it|that|this|then|now|lunch|dinner|breakfast|bed|work|dark|noon)\b")
 _WEEK_BEFORE_LAST = re.compile(r"\b(?:the\s+)?week before last\b", re.IGNORECASE)
 _LEADING_PREPOSITION = re.compile(r"\b(?:in|on|during|from|of|at|for)\s*$", re.IGNORECASE)
 _SPACES = re.compile(r"\s{2,}")
@@ -86,11 +96,45 @@ class TimeRange:
 
 
 @dataclass(frozen=True)
+class TimeEvent:
+    """A time named by events of the notes' ("after the roofer's inspection"): retrieval finds each event's day in
+    the notes first, and the range is made of those days."""
+
+    word: str
+    """since, before, after, until, once, or between (with `second`)."""
+    what: str
+    """The event, as the question says it ("the roofer's inspection")."""
+    words: str
+    """The question's words that named the time."""
+    second: str = ""
+    """The other end of a "between ... and ...", when it is an event too."""
+
+    def range_from(self, day: date | None, second_day: date | None, today: date) -> TimeRange | None:
+        """The range the events' days make (None for a day not found): "after" an event begins on its day, as the
+        note of that day may tell what followed it; "between" two events lies strictly inside when it can."""
+        if self.word == "between":
+            if day is None:
+                return None
+            if second_day is None or second_day <= day:
+                # The second event is later than the first; found no later (or not at all), only the first holds.
+                return TimeRange(day, today, self.words)
+            inside = (day + timedelta(days=1), second_day - timedelta(days=1))
+            return TimeRange(*(inside if inside[0] <= inside[1] else (day, second_day)), self.words)
+        if day is None:
+            return None
+        if self.word in ("since", "after", "once"):
+            return TimeRange(day, today, self.words)
+        return TimeRange(None, day, self.words)
+
+
+@dataclass(frozen=True)
 class TimeIntent:
     range: TimeRange | None
     latest: bool
     query: str
     """The question without the words that only named the time, to search."""
+    event: TimeEvent | None = None
+    """A time named by events, to be found in the notes before there is a range (see `TimeEvent`)."""
 
 
 def read_time(question: str, now: datetime) -> TimeIntent:
@@ -107,9 +151,10 @@ def read_time(question: str, now: datetime) -> TimeIntent:
         or _weekend(query, today)
         or _expression(query, now)
     )
-    if found is not None:
-        query = _without(query, found.words)
-    return TimeIntent(found, latest is not None, _tidy(query))
+    event = _event(query) if found is None else None
+    if found is not None or event is not None:
+        query = _without(query, found.words if found is not None else event.words)  # type: ignore[union-attr]
+    return TimeIntent(found, latest is not None, _tidy(query), event)
 
 
 def _settings(now: datetime) -> dict[str, object]:
@@ -179,6 +224,33 @@ def _open_ended(question: str, now: datetime) -> TimeRange | None:
     return TimeRange(None, days[1], match.group(0))
 
 
+def _event(question: str) -> TimeEvent | None:
+    """Events mark a time only in a question about what happened ("what did we decide after the inspection?"): "How
+    do I convert between Python lists and Rust vectors?" names none."""
+    if (match := _EVENTS_BETWEEN.search(question)) is not None and _TOLD.search(question.replace(match[0], " ")):
+        first, second = match["first"].strip(), match["second"].strip()
+        # Between two things one of which is plainly an event, the other is one too ("demolition day").
+        if (_names_event(first) or _names_event(second)) and len(first.split()) >= 2 and len(second.split()) >= 2:
+            # "between switching to the T80 flour and giving up on it": the second's "it" is what the first is
+            # about, and is searched as that ("giving up on to the T80 flour").
+            about = first.split(maxsplit=1)[1]
+            return TimeEvent("between", first, match.group(0).strip(), _PRONOUN.sub(about, second, count=1))
+    for match in _EVENT_WORD.finditer(question):
+        what = match["what"].strip()
+        if _names_event(what) and _TOLD.search(question.replace(match[0], " ")):
+            return TimeEvent(match["word"].lower().replace("till", "until"), what, match.group(0).strip())
+    return None
+
+
+def _names_event(what: str) -> bool:
+    return len(what.split()) >= 2 and bool(_EVENT_START.match(what)) and not _NOT_EVENT_START.match(what)
+
+
+def day_words(day: date) -> str:
+    """A day as the plan says it: "3 February 2026"."""
+    return _day(day, year=True)
+
+
 def _season(question: str, today: date) -> TimeRange | None:
     match = _SEASON.search(question)
     if match is None or _habitual(question, match.group(0)):
@@ -232,7 +304,7 @@ def _without(question: str, words: str) -> str:
 
 
 def _tidy(text: str) -> str:
-    text = _SPACES.sub(" ", text).strip()
+    text = _SPACES.sub(" ", text).strip().lstrip(",;: ")
     return re.sub(r"\s+([?.!,;])", r"\1", text)
 
 

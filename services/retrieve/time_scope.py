@@ -15,7 +15,7 @@ from datetime import date, datetime, timedelta
 
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.fusion import Fused
-from secondbrain.retrieve.question_time import TimeIntent, TimeRange, read_time
+from secondbrain.retrieve.question_time import TimeIntent, TimeRange, day_words, read_time
 
 # A passage dated within the margin, outside the asked range, keeps this share of its score.
 SOFT_EDGE_SHARE = 0.5
@@ -30,11 +30,13 @@ class TimeScope:
     intent: TimeIntent
     filters: Filters
     """The request's filters with the range and its margin: what the search runs with."""
+    found_events: str = ""
+    """Where the question's events were found in the notes ("after the roofer's inspection, 1 July 2026")."""
 
     def describe(self) -> str:
         parts = []
         if self.intent.range is not None:
-            parts.append(self.intent.range.describe())
+            parts.append(self.intent.range.describe() + (f" ({self.found_events})" if self.found_events else ""))
         if self.intent.latest:
             parts.append("latest first")
         text = "; ".join(parts)
@@ -47,11 +49,30 @@ def scope(question: str, now: datetime, filters: Filters) -> TimeScope | None:
     if filters.date_from or filters.date_to:
         return None
     intent = read_time(question, now)
-    if intent.range is None and not intent.latest:
+    if intent.range is None and not intent.latest and intent.event is None:
         return None
+    return _applied(intent, now, filters)
+
+
+def at_events(
+    time: TimeScope, days: tuple[date | None, date | None], now: datetime, filters: Filters
+) -> TimeScope | None:
+    """`time` with its events' `days` as found in the notes (None: not found). An event's day is the notes' own, not
+    a person's loose "last week": the range has no margin. None when no event was found (and nothing else was
+    asked of time): the question is then searched as asked, its words about the event included."""
+    event = time.intent.event
+    asked = event.range_from(*days, now.date()) if event is not None else None
+    intent = replace(time.intent, range=asked, event=None)
+    if event is None or asked is None:
+        return _applied(intent, now, filters) if intent.latest else None
+    found = [f"{what}, {day_words(day)}" for what, day in zip((event.what, event.second), days, strict=True) if day]
+    return replace(_applied(intent, now, filters, margin=False), found_events="; ".join(found))
+
+
+def _applied(intent: TimeIntent, now: datetime, filters: Filters, margin: bool = True) -> TimeScope:
     widened = filters
     if intent.range is not None:
-        start, end = _widened(intent.range)
+        start, end = _widened(intent.range) if margin else (intent.range.start, intent.range.end)
         widened = replace(filters, date_from=start, date_to=end)
     elif intent.latest:
         # The newest as of the asker's now: a note dated later (a plan for next month) is not what they last wrote.

@@ -53,12 +53,47 @@ def test_a_questions_time_is_a_span_of_days_and_its_words_are_not_searched(
         "How do I get today's date in Rust?",
         "Water the tomatoes every morning before nine?",
         "Should I sow spring onions?",
-        "What happened since the showroom visit?",
+        "How do I convert between Python lists and Rust vectors?",
+        "Leave the dough until it doubles?",
+        "What did I eat after lunch?",
     ],
 )
 def test_what_only_looks_like_a_time_is_none(question: str) -> None:
     intent = read_time(question, NOW)
-    assert intent.range is None and intent.query == question
+    assert intent.range is None and intent.event is None and intent.query == question
+
+
+@pytest.mark.parametrize(
+    ("question", "word", "what", "second", "query"),
+    [
+        ("What happened since the showroom visit?", "since", "the showroom visit", "", "What happened?"),
+        ("after the roofer's inspection, what did we decide about the solar panels?", "after",
+         "the roofer's inspection", "", "what did we decide about the solar panels?"),
+        ("what did i do with the beans after we got home from galicia", "after", "we got home from galicia", "",
+         "what did i do with the beans"),
+        ("What happened between demolition day and the electrician's first day?", "between", "demolition day",
+         "the electrician's first day", "What happened?"),
+    ],
+)  # fmt: skip
+def test_a_time_named_by_events_is_found_in_the_notes_first(
+    question: str, word: str, what: str, second: str, query: str
+) -> None:
+    intent = read_time(question, NOW)
+    assert intent.range is None and intent.event is not None, question
+    assert (intent.event.word, intent.event.what, intent.event.second, intent.query) == (word, what, second, query)
+
+
+def test_the_days_of_events_make_a_range() -> None:
+    after = read_time("what did we decide after the roofer's inspection?", NOW).event
+    assert after.range_from(date(2026, 7, 1), None, NOW.date()).start == date(2026, 7, 1)
+    assert after.range_from(None, None, NOW.date()) is None, "an event not found names no range"
+    between = read_time("What happened between demolition day and the electrician's first day?", NOW).event
+    inside = between.range_from(date(2026, 1, 31), date(2026, 2, 3), NOW.date())
+    assert (inside.start, inside.end) == (date(2026, 2, 1), date(2026, 2, 2))
+    next_day = between.range_from(date(2026, 2, 2), date(2026, 2, 3), NOW.date())
+    assert (next_day.start, next_day.end) == (date(2026, 2, 2), date(2026, 2, 3)), "adjacent days: both"
+    backwards = between.range_from(date(2026, 2, 3), date(2026, 2, 3), NOW.date())
+    assert (backwards.start, backwards.end) == (date(2026, 2, 3), NOW.date()), "the second no later: the first only"
 
 
 @pytest.mark.parametrize(

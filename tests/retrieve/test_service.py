@@ -308,6 +308,33 @@ async def test_last_week_in_the_question_finds_that_weeks_note_as_of_the_askers_
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "UTC offset" in raised.value.details()
 
 
+async def test_a_time_named_by_events_is_the_days_the_notes_give_them(stack: Stack) -> None:
+    stack.write("Journal/2026-01-05.md", "# 5 January\n\nWe bought paint for the hall.\n")
+    stack.write("Journal/2026-01-12.md", "# 12 January\n\nThe showroom visit with Marta: we chose quartz.\n")
+    stack.write("Journal/2026-02-01.md", "# 1 February\n\nWe bought tiles for the kitchen.\n")
+    stack.write("Journal/2026-02-20.md", "# 20 February\n\nThe electrician started on the wiring.\n")
+    stack.write("Journal/2026-03-01.md", "# 1 March\n\nWe bought a lamp for the hall.\n")
+    stack.write("Showrooms.md", "# Showrooms\n\nA list of every showroom worth a visit.\n")
+    await stack.ingest()
+    now = "2026-03-10T10:00:00+00:00"
+    plan, passages = await stack.retrieve("What did we buy since the showroom visit?", **NO_CONDENSE, now=now)
+    found = [p.note_path for p in passages]
+    assert found[0] in ("Journal/2026-02-01.md", "Journal/2026-03-01.md") and "Journal/2026-01-05.md" not in found
+    assert plan.time == "Notes dated 12 January to 10 March 2026 (the showroom visit, 12 January 2026)"
+    assert plan.queries[0].text == "What did we buy?"
+    plan, passages = await stack.retrieve(
+        "What did we buy between the showroom visit and the electrician's first day?", **NO_CONDENSE, now=now
+    )
+    assert [p.note_path for p in passages] == ["Journal/2026-02-01.md"], plan.time
+    assert plan.time == (
+        "Notes dated 13 January to 19 February 2026 (the showroom visit, 12 January 2026; the electrician's first "
+        "day, 20 February 2026)"
+    )
+    # An event the notes do not date is no time: the question is searched as asked.
+    plan, _ = await stack.retrieve("What did we buy after the moon landing?", **NO_CONDENSE, now=now)
+    assert plan.queries[0].text == "What did we buy after the moon landing?" and not plan.time
+
+
 async def test_sql_and_tsquery_syntax_in_queries_is_just_text(stack: Stack) -> None:
     stack.write("Plan.md", "# Plan\n\nWe chose PostgreSQL.\n")
     await stack.ingest()

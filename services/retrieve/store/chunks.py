@@ -8,6 +8,7 @@ from datetime import date
 
 import asyncpg
 
+from secondbrain.date_sources import MODIFIED
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.store.statement import Params, deadline_after, fetch, link_resolves
 
@@ -116,16 +117,21 @@ async def linked_candidates(
 
 
 async def chunk_dates(
-    connection: asyncpg.Connection, chunk_ids: Sequence[int], statement_timeout: float | None = None
+    connection: asyncpg.Connection,
+    chunk_ids: Sequence[int],
+    statement_timeout: float | None = None,
+    content_dated: bool = False,
 ) -> dict[int, tuple[date, date]]:
-    """The (first day, last day) each chunk is dated, by id; chunks not dated yet are left out."""
+    """The (first day, last day) each chunk is dated, by id; chunks not dated yet are left out, and with
+    `content_dated` those dated only by their file's modification time."""
     if not chunk_ids:
         return {}
     p = Params()
     ids = p.add(list(chunk_ids))
+    weak = f"AND date_source <> {p.add(MODIFIED)}" if content_dated else ""
     statement = p.statement(f"""
         SELECT id, date_start, date_end FROM vault_chunks
-        WHERE id = ANY({ids}::bigint[]) AND date_start IS NOT NULL AND date_end IS NOT NULL
+        WHERE id = ANY({ids}::bigint[]) AND date_start IS NOT NULL AND date_end IS NOT NULL {weak}
         """)
     rows = await fetch(connection, statement, vector_scan=False, deadline=deadline_after(statement_timeout))
     return {row["id"]: (row["date_start"], row["date_end"]) for row in rows}
