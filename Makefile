@@ -115,6 +115,7 @@ reliability: setup ## Faults, bad input and load (LOAD_SECONDS, default 60; 300 
 bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (about three hours on 2 cores the first time)
 	$(BIN)/python -m bench.ingest
 	$(BIN)/python -m bench.embedder --write
+	$(BIN)/python -m bench.slim_install
 	$(BIN)/python -m bench.runtime_quality
 	$(BIN)/python -m bench.load --seconds 60 --runtimes torch onnx --rounds 3
 	$(BIN)/python -m bench.retrieve

