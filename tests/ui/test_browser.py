@@ -419,6 +419,12 @@ async def test_search_by_dates_and_each_note_shows_its_day(gateway: Gateway, pag
     await page.get_by_label("Dated from").fill("")
     await page.get_by_role("button", name="Search").click()
     await expect(hits).to_have_count(2)
+    # On a 390 px screen the day fields fit beside the search, nothing wider than the screen.
+    await page.set_viewport_size({"width": 390, "height": 844})
+    for label in ("Dated from", "Dated to"):
+        await expect(page.get_by_label(label)).to_be_in_viewport()
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    await page.screenshot(path=SCREENSHOTS / "search-dated-390.png")
 
 
 async def test_last_week_in_a_question_is_the_browsers_last_week(gateway: Gateway, page: Page) -> None:
