@@ -187,8 +187,10 @@ def build_request(
     passages: Sequence[common.Passage],
     history: Sequence[ChatMessage],
     question: str,
+    dated_range: bool = False,
 ) -> tuple[ChatRequest, Budget]:
-    """The request for one turn, and the budget it was fitted to."""
+    """The request for one turn, and the budget it was fitted to; `dated_range`: the search was kept to days the
+    asker named (see ChatRequest.later_first)."""
     system = system_prompt(base_prompt, persona_definition, passages)
     shares = budget(context_window, system, question)
     kept = fit_history(history, shares.history)
@@ -201,5 +203,6 @@ def build_request(
             SourcePassage(p.number, unlinked(p.text), unlinked(p.note_title), unlinked(p.note_path), own_last_day(p))
             for p in passages
         ],
+        later_first=not dated_range,
     )
     return request, shares

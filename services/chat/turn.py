@@ -325,6 +325,7 @@ class Turns:
             passages=answer.retrieval.passages,
             history=earlier,
             question=question,
+            dated_range=answer.retrieval.plan.dated_range,
         )
         if mode == "agent":
             assert answer.agent is not None

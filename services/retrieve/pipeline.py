@@ -117,6 +117,8 @@ class Decisions:
     embedding_model: str
     # The time the question named, as retrieval applied it ("Notes dated 23-29 November 2026"); "" when none.
     time: str
+    # Whether the search was kept to a range of days (the question's or the request's).
+    dated_range: bool
 
 
 @dataclass(frozen=True)
@@ -401,6 +403,7 @@ class Retriever:
             rerank_skipped_reason=rerank_skipped,
             embedding_model=model,
             time=said_time,
+            dated_range=searched.date_from is not None or searched.date_to is not None,
             searched=searched,
         )
 

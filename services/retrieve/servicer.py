@@ -96,6 +96,7 @@ def plan_message(plan: Plan) -> common.RetrievalPlan:
         embedding_model=plan.embedding_model,
         max_passages=plan.max_passages,
         time=plan.time,
+        dated_range=plan.dated_range,
     )
 
 

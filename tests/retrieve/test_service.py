@@ -293,8 +293,10 @@ async def test_last_week_in_the_question_finds_that_weeks_note_as_of_the_askers_
     plan, passages = await stack.retrieve(question, **NO_CONDENSE, now="2026-11-30T18:00:00+00:00")
     assert passages[0].note_path == "Journal/2026-11-25.md"
     assert (passages[0].date, passages[0].date_source) == ("2026-11-25", "file name")
-    assert plan.time == "Notes dated 23\u201329 November 2026"
+    assert plan.time == "Notes dated 23\u201329 November 2026" and plan.dated_range
     assert plan.queries[0].text == "What did we decide about the worktop?", "the time's words are not searched"
+    undated_plan, _ = await stack.retrieve("What did we decide about the worktop?", **NO_CONDENSE)
+    assert not undated_plan.time and not undated_plan.dated_range
     # The same words asked two weeks earlier mean another week.
     _, earlier = await stack.retrieve(question, **NO_CONDENSE, now="2026-11-16T09:00:00+00:00")
     assert earlier[0].note_path == "Journal/2026-11-10.md"

@@ -133,7 +133,7 @@ def _near_duplicate(a: Unit, b: Unit) -> bool:
     return len(a.terms & b.terms) / len(a.terms | b.terms) >= NEAR_DUPLICATE
 
 
-def _choose(words: list[frozenset[str]], candidates: list[Unit]) -> list[Unit]:
+def _choose(words: list[frozenset[str]], candidates: list[Unit], later_first: bool = True) -> list[Unit]:
     """Greedy coverage: each quote is the one adding the most weight of question words not yet covered, weighed by
     its passage's place in the search. In the order they were chosen, the best first."""
 
@@ -199,7 +199,7 @@ def _choose(words: list[frozenset[str]], candidates: list[Unit]) -> list[Unit]:
         if best is None or (chosen and best[0] < MIN_SHARE * first_gain):
             break
         first_gain = first_gain or best[0]
-        pick = later_alike(best[1], chosen, covered)
+        pick = later_alike(best[1], chosen, covered) if later_first else best[1]
         chosen.append(pick)
         covered |= stated[pick] | named[pick]
     return [candidates[index] for index in chosen]
@@ -301,9 +301,12 @@ def _expand(
     return Quote(text, unit.number, parts[0].order, code.text, code.marker, (*parts, code), unit)
 
 
-def best_sentences(question: str, passages: Sequence[SourcePassage], earlier: Iterable[str] = ()) -> list[Quote]:
+def best_sentences(
+    question: str, passages: Sequence[SourcePassage], earlier: Iterable[str] = (), later_first: bool = True
+) -> list[Quote]:
     """The quotes, in the order of the notes; none when nothing answers. `earlier` are the conversation's earlier
-    answers: what they quoted is quoted again only when nothing else matches."""
+    answers: what they quoted is quoted again only when nothing else matches. `later_first`: of two dated statements
+    alike, the later is quoted (not when the asker named the days: ChatRequest.later_first)."""
     wanted = identifiers(question)
     words = list(dict.fromkeys(keys(word) for word in content_words(question)))
     words += [frozenset({IDENTIFIER + token}) for token in wanted]
@@ -322,7 +325,7 @@ def best_sentences(question: str, passages: Sequence[SourcePassage], earlier: It
     how_to = bool(_HOW_TO.search(question))
     for tier in (ANSWER, WEAK, ABOUT_THE_VAULT):
         # Code is quoted after the sentence that introduces it, never chosen on its own.
-        chosen = _choose(words, [c for c in candidates if c.tier <= tier and c.kind != CODE])
+        chosen = _choose(words, [c for c in candidates if c.tier <= tier and c.kind != CODE], later_first)
         quotes: list[Quote] = []
         for unit in chosen:
             taken = [part for quote in quotes for part in quote.parts]
@@ -402,7 +405,7 @@ class ExtractiveProvider(ChatProvider):
             pieces.append(NO_PASSAGES)
         else:
             earlier = [m.content for m in request.messages if m.role == "assistant"]
-            quotes = best_sentences(request.question, passages, earlier)
+            quotes = best_sentences(request.question, passages, earlier, request.later_first)
             if quotes:
                 pieces.append(QUOTES_FOLLOW)
                 pieces.extend(_render(quote) for quote in quotes)

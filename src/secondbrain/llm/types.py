@@ -65,6 +65,9 @@ class ChatRequest:
     max_tokens: int = 1024
     temperature: float | None = None
     passages: Sequence[SourcePassage] = field(default_factory=tuple)
+    # Whether, of two passages the notes date that say the same, the later counts for more (the quoting provider
+    # quotes it): not when the search was kept to days the asker named, where those days decide.
+    later_first: bool = True
     # Tools the model may call; none means a plain answer.
     tools: Sequence[ToolSpec] = field(default_factory=tuple)
     # "none" keeps the tools on offer (a conversation holding tool calls needs them, for some vendors) but asks for

@@ -220,6 +220,7 @@ class RetrievalPlan(_message.Message):
     EMBEDDING_MODEL_FIELD_NUMBER: _builtins.int
     MAX_PASSAGES_FIELD_NUMBER: _builtins.int
     TIME_FIELD_NUMBER: _builtins.int
+    DATED_RANGE_FIELD_NUMBER: _builtins.int
     mode: Global___RetrievalMode.ValueType
     """The arms that were asked for."""
     vector_arm_ran: _builtins.bool
@@ -239,6 +240,11 @@ class RetrievalPlan(_message.Message):
     time: _builtins.str
     """The time the question named, as retrieval used it ("Notes dated 23-29
     November 2026", "Latest first"); empty when it named none.
+    """
+    dated_range: _builtins.bool
+    """Whether the search was kept to a range of days (the question's time, or
+    the request's date filter): the days asked for then decide, not which of
+    two passages is later.
     """
     @_builtins.property
     def queries(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlannedQuery]:
@@ -262,10 +268,11 @@ class RetrievalPlan(_message.Message):
         embedding_model: _builtins.str = ...,
         max_passages: _builtins.int = ...,
         time: _builtins.str = ...,
+        dated_range: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["condense_skipped_reason", b"condense_skipped_reason", "embedding_model", b"embedding_model", "filters", b"filters", "max_passages", b"max_passages", "mode", b"mode", "queries", b"queries", "rerank_skipped_reason", b"rerank_skipped_reason", "reranked", b"reranked", "time", b"time", "vector_arm_ran", b"vector_arm_ran", "vector_arm_skipped_reason", b"vector_arm_skipped_reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["condense_skipped_reason", b"condense_skipped_reason", "dated_range", b"dated_range", "embedding_model", b"embedding_model", "filters", b"filters", "max_passages", b"max_passages", "mode", b"mode", "queries", b"queries", "rerank_skipped_reason", b"rerank_skipped_reason", "reranked", b"reranked", "time", b"time", "vector_arm_ran", b"vector_arm_ran", "vector_arm_skipped_reason", b"vector_arm_skipped_reason"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
