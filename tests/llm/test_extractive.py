@@ -420,7 +420,7 @@ def test_of_two_dated_statements_alike_the_later_is_quoted_though_ranked_lower()
 
 def test_within_days_the_asker_named_the_search_order_decides_not_the_later() -> None:
     chosen = best_sentences("What paint is on the kitchen wall?", [PAINT_PLAN, PAINT_CHANGED], later_first=False)
-    assert [quote.text for quote in chosen][0].startswith("Chose the paint"), "February was asked for"
+    assert chosen[0].text.startswith("Chose the paint"), "February was asked for"
 
 
 def test_a_running_log_dates_each_statement_by_its_own_heading() -> None:
