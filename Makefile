@@ -127,6 +127,7 @@ bench: setup ## Run the benchmarks in bench/ and write docs/benchmarks.md (about
 	$(BIN)/python -m bench.answers
 	$(BIN)/python -m bench.filler
 	$(BIN)/python -m bench.time_questions
+	$(BIN)/python -m bench.time_cost
 	$(BIN)/python -m bench.scifact
 
 clean: ## Remove the virtualenv, npm tools and caches (not your data)
