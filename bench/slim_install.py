@@ -41,6 +41,7 @@ from secondbrain.evaluation.questions import load_qa
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as rpb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as rpb_grpc
 from secondbrain.service.health_client import wait_until_serving
+from tests.command import serving_port
 from tests.environment import clean_environ
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,7 +156,7 @@ async def retrieve(home: Path, questions: list[str]) -> dict[str, float]:
         env=environment(home), stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
-        port = await serving_port(server)
+        port = await serving_port(server, line_wait=180)
         address = f"127.0.0.1:{port}"
         await wait_until_serving(address, 120)
         latencies = []
@@ -182,18 +183,6 @@ def peak_rss_mb(pid: int) -> float:
     """A live process's high-water mark of resident memory (Linux: VmHWM)."""
     status = Path(f"/proc/{pid}/status").read_text()
     return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]) / 1024
-
-
-async def serving_port(process: asyncio.subprocess.Process) -> int:
-    assert process.stderr is not None
-    while line := await asyncio.wait_for(process.stderr.readline(), 180):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if entry.get("message") == "serving":
-            return int(entry["port"])
-    raise RuntimeError(f"retrieve exited ({await process.wait()}) before serving")
 
 
 def describe(results: dict[str, dict[str, float]], notes: int, load: float) -> str:

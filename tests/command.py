@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 
@@ -21,3 +22,17 @@ async def run_secondbrain(*args: str, env: dict[str, str]) -> tuple[int, str, st
     )  # fmt: skip
     stdout, stderr = await asyncio.wait_for(process.communicate(), 120)
     return process.returncode or 0, stdout.decode(), stderr.decode()
+
+
+async def serving_port(process: asyncio.subprocess.Process, line_wait: float = 60) -> int:
+    """Read a service's JSON log (its stderr, each line within `line_wait` seconds) until it says it is serving;
+    return the port it bound."""
+    assert process.stderr is not None
+    while line := await asyncio.wait_for(process.stderr.readline(), line_wait):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # grpc's own native log lines are not JSON
+        if entry.get("message") == "serving":
+            return int(entry["port"])
+    raise AssertionError(f"the service exited ({await process.wait()}) before serving")

@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 
 from secondbrain.service.health_client import check_health, wait_until_serving
-from tests.command import run_secondbrain, secondbrain
+from tests.command import run_secondbrain, secondbrain, serving_port
 from tests.environment import clean_environ
 from tests.service.databases import other_database  # noqa: F401 - a fixture
 
@@ -29,25 +29,12 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-async def _serving_port(process: asyncio.subprocess.Process) -> int:
-    """Read the service's JSON log until it says it is serving; return the port it bound."""
-    assert process.stderr is not None
-    while line := await asyncio.wait_for(process.stderr.readline(), 60):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue  # grpc's own native log lines are not JSON
-        if entry.get("message") == "serving":
-            return int(entry["port"])
-    raise AssertionError(f"the service exited ({await process.wait()}) before serving")
-
-
 async def _serve_and_check(service: str, env: dict[str, str]) -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "secondbrain", "serve", service, "--port", "0", env=env, stderr=asyncio.subprocess.PIPE
     )
     try:
-        port = await _serving_port(process)
+        port = await serving_port(process)
         address = f"127.0.0.1:{port}"
         # Listening, it may still be loading its model (retrieve): health says SERVING once it has.
         assert await wait_until_serving(address, 120)
@@ -169,7 +156,7 @@ async def test_a_command_served_in_process_meets_the_same_interceptors_as_a_runn
         sys.executable, "-m", "secondbrain", "serve", "retrieve", "--port", "0", env=env, stderr=asyncio.subprocess.PIPE
     )
     try:
-        address = f"127.0.0.1:{await _serving_port(server)}"
+        address = f"127.0.0.1:{await serving_port(server)}"
         code, _, remote = await run_secondbrain("search", oversized, "--address", address, env=env)
     finally:
         server.send_signal(signal.SIGTERM)
@@ -192,7 +179,7 @@ async def test_a_command_of_another_database_does_not_use_the_running_service_an
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
-        address = f"127.0.0.1:{await _serving_port(server)}"
+        address = f"127.0.0.1:{await serving_port(server)}"
         ours = {**service_env, "SECONDBRAIN_RETRIEVE_ADDRESS": address}
         theirs = {**ours, "DATABASE_URL": other_database}
         code, _, stderr = await run_secondbrain("search", "alpha", "--mode", "keyword", env=theirs)

@@ -28,6 +28,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from secondbrain.embedding.bundle import REQUIREMENT
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as rpb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as rpb_grpc
+from tests.command import serving_port
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_VAULT = ROOT / "demo" / "vault"
@@ -141,7 +142,7 @@ async def test_it_indexes_and_answers_without_importing_torch(
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
-        port = await serving_port(server)
+        port = await serving_port(server, line_wait=120)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             request = rpb.RetrieveRequest(query=QUESTION, options=rpb.RetrieveOptions(max_passages=3))
             events = [event async for event in rpb_grpc.RetrieveServiceStub(channel).Retrieve(request, timeout=120)]
@@ -179,16 +180,3 @@ def test_asking_it_for_the_torch_runtime_is_refused_at_start_naming_the_extra(sl
     # The check looked for the extra's modules (the recorder the other test relies on sees such a look) and found none.
     [record] = [json.loads(path.read_text()) for path in tmp_path.glob("*.json")]
     assert record["tried"] == ["torch", "sentence_transformers"] and record["loaded"] == []
-
-
-async def serving_port(process: asyncio.subprocess.Process) -> int:
-    """Read the service's JSON log until it says it is serving; return the port it bound."""
-    assert process.stderr is not None
-    while line := await asyncio.wait_for(process.stderr.readline(), 120):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue  # grpc's own native log lines are not JSON
-        if entry.get("message") == "serving":
-            return int(entry["port"])
-    raise AssertionError(f"the service exited ({await process.wait()}) before serving")
