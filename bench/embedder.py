@@ -37,12 +37,12 @@ import numpy as np
 import psutil
 
 from bench.report import table, write_section
-from secondbrain.config import EmbeddingSection
 from secondbrain.embedding import create_embedder, lookup
 from secondbrain.embedding.local import Runtime
 from secondbrain.evaluation.questions import load_qa
 from secondbrain.ingest.chunker import ChunkBudget, chunk_note
 from secondbrain.ingest.note import parse_note
+from secondbrain.vault_config import EmbeddingSection
 
 ROOT = Path(__file__).resolve().parents[1]
 VAULTS = ROOT.parent / "shared" / "data" / "vaults"

@@ -22,13 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.report import table, write_section
-from secondbrain.config import EmbeddingSection, IngestSection, load_settings
+from secondbrain.config import load_settings
 from secondbrain.db import Database
 from secondbrain.embedding import Embedder, create_embedder
 from secondbrain.ingest.chunker import ChunkBudget, chunk_note
 from secondbrain.ingest.events import SyncFinished
 from secondbrain.ingest.note import parse_note
 from secondbrain.ingest.pipeline import Ingestor
+from secondbrain.vault_config import EmbeddingSection, IngestSection
 from tests.environment import clean_environ
 from tests.wire import OllamaServer
 

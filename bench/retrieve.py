@@ -25,7 +25,7 @@ import grpc
 import numpy as np
 
 from bench.report import table, write_section
-from secondbrain.config import Config, EmbeddingSection, load_config
+from secondbrain.config import Config, load_config
 from secondbrain.db import Database
 from secondbrain.db.embedding_model import ModelRecord
 from secondbrain.embedding import create_embedder
@@ -37,6 +37,7 @@ from secondbrain.retrieve.server import build_retriever, create_server
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
 from secondbrain.service.runner import ServiceDeps
+from secondbrain.vault_config import EmbeddingSection
 
 DIMENSION = 384
 CHUNKS_PER_NOTE = 10

@@ -9,9 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from secondbrain.config import default_data_dir, load_config, load_settings, load_vault_config
+from secondbrain.config import default_data_dir, load_config, load_settings
 from secondbrain.errors import ConfigError
 from secondbrain.retrieve.pipeline import Retriever
+from secondbrain.vault_config import load_vault_config
 
 
 @pytest.fixture(autouse=True)

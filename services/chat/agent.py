@@ -24,12 +24,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from secondbrain.chat.prompt import quoted
-from secondbrain.config import AgentSection
 from secondbrain.llm import ChatMessage, ChatRequest, TextDelta, ToolCall, ToolSpec, Usage
 from secondbrain.llm.base import ChatProvider
 from secondbrain.llm.tokens import count_tokens, truncate_to_tokens
 from secondbrain.note_tools import AGENT_TOOLS, Found, NoteServices, ToolFailure, find
 from secondbrain.v1 import retrieval_pb2 as common
+from secondbrain.vault_config import AgentSection
 
 log = logging.getLogger(__name__)
 

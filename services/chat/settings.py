@@ -20,11 +20,11 @@ from typing import Any
 import asyncpg
 
 from secondbrain.chat import store
-from secondbrain.config import ChatSection, RetrieveSection
 from secondbrain.db import Database
 from secondbrain.errors import InvalidInput
 from secondbrain.llm import ProviderCatalog, ProviderOption
 from secondbrain.llm.presets import ModelPreset
+from secondbrain.vault_config import ChatSection, RetrieveSection
 
 DEFAULT_SYSTEM_PROMPT = (resources.files("secondbrain.chat") / "prompts" / "system.md").read_text(encoding="utf-8")
 

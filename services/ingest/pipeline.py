@@ -19,7 +19,6 @@ from pathlib import Path
 
 import asyncpg
 
-from secondbrain.config import IngestSection, load_vault_config
 from secondbrain.db import Database
 from secondbrain.db.embedding_model import ModelRecord, current_model
 from secondbrain.embedding.base import Embedder
@@ -34,6 +33,7 @@ from secondbrain.ingest.personas import read_personas
 from secondbrain.ingest.queue import CLAIM_BATCH, WorkQueue
 from secondbrain.ingest.vault_walk import VaultFile, walk_vault
 from secondbrain.service.observe import INGEST_CHUNKS_EMBEDDED, INGEST_FILES
+from secondbrain.vault_config import IngestSection, load_vault_config
 
 log = logging.getLogger(__name__)
 

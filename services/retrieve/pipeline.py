@@ -17,7 +17,6 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
-from secondbrain.config import RetrieveSection
 from secondbrain.db import Database
 from secondbrain.db.embedding_model import ModelRecord, current_model
 from secondbrain.embedding import Embedder
@@ -30,6 +29,7 @@ from secondbrain.retrieve.filters import Filters, parse_now
 from secondbrain.retrieve.fusion import Candidate, Fused, Fusion, fuse_queries
 from secondbrain.retrieve.modes import Mode
 from secondbrain.retrieve.rerank import Reranker
+from secondbrain.vault_config import RetrieveSection
 
 log = logging.getLogger(__name__)
 

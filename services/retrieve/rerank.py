@@ -19,7 +19,6 @@ from typing import Any
 
 import httpx2
 
-from secondbrain.config import RerankSection
 from secondbrain.errors import ConfigError, FailedPrecondition, InvalidInput, Unavailable
 from secondbrain.providers import (
     Endpoint,
@@ -31,6 +30,7 @@ from secondbrain.providers import (
     endpoints,
     status_error,
 )
+from secondbrain.vault_config import RerankSection
 
 # Candidates are chunks of a few hundred tokens, so these limits touch only pathological ones (a huge table or code
 # fence the chunker would not split). A relevance judgement needs a passage's opening, not all of it; every

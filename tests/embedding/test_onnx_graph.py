@@ -18,12 +18,12 @@ import numpy as np
 import onnx
 import pytest
 
-from secondbrain.config import EmbeddingSection
 from secondbrain.embedding import create_embedder, onnx_graph
 from secondbrain.embedding import onnx_export as export
 from secondbrain.embedding.onnx_encoder import OnnxEncoder
 from secondbrain.ingest.chunker import ChunkBudget, chunk_note
 from secondbrain.ingest.note import parse_note
+from secondbrain.vault_config import EmbeddingSection
 from tests.embedding.conftest import MIXED_TEXTS
 from tests.embedding.torch_export import export_with_torch
 

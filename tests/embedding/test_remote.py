@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator, Sequence
 import numpy as np
 import pytest
 
-from secondbrain.config import EmbeddingSection
 from secondbrain.embedding import Embedder, create_embedder
 from secondbrain.errors import FailedPrecondition, InvalidInput, Unavailable
 from secondbrain.providers import RetryPolicy
+from secondbrain.vault_config import EmbeddingSection
 from tests.wire import OllamaServer, OpenAIServer, Reply, embed
 from tests.wire.base import WireServer
 

@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from secondbrain.config import EmbeddingSection
 from secondbrain.embedding import create_embedder
 from secondbrain.embedding.local import LocalEmbedder
 from secondbrain.embedding.torch_runtime import missing_modules
 from secondbrain.errors import ConfigError, FailedPrecondition
+from secondbrain.vault_config import EmbeddingSection
 
 
 @pytest.mark.parametrize("absent", [["torch"], ["sentence_transformers"], ["torch", "sentence_transformers"]])

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from secondbrain.config import load_vault_config
 from secondbrain.errors import ConfigError, FailedPrecondition, InvalidInput
 from secondbrain.llm import EXTRACTIVE, ChatMessage, ChatRequest, ProviderCatalog
 from secondbrain.llm.extractive import CHOSEN_PREAMBLE, PREAMBLE, quoted_only
 from secondbrain.llm.presets import ProviderOverride
+from secondbrain.vault_config import load_vault_config
 
 
 def catalog(env: dict[str, str], **kwargs) -> ProviderCatalog:

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from secondbrain.config import Config, RetrieveSection, Settings, VaultConfig
+from secondbrain.config import Config, Settings
 from secondbrain.errors import ConfigError
 from secondbrain.llm import ChatMessage, ChatRequest, ProviderCatalog, SourcePassage, TextDelta
 from secondbrain.llm.extractive import PREAMBLE, ExtractiveProvider
@@ -32,6 +32,7 @@ from secondbrain.retrieve.condense import (
     is_broad,
     parse_reply,
 )
+from secondbrain.vault_config import RetrieveSection, VaultConfig
 from tests.wire import AnthropicServer, OpenAIServer, Reply
 
 SECRET = "sk-test-condense-7d6c5b4a3f2e1d0c"

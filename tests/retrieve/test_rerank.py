@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from secondbrain.config import RerankSection
 from secondbrain.errors import ConfigError, FailedPrecondition, InvalidInput, Unavailable
 from secondbrain.providers import RetryPolicy
 from secondbrain.retrieve.rerank import MAX_DOCUMENT_CHARS, Reranker, RerankResult, create_reranker
+from secondbrain.vault_config import RerankSection
 from tests.wire import Reply, RerankServer
 
 SECRET = "tgp-test-rerank-9a8b7c6d5e4f"

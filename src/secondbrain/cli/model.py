@@ -10,7 +10,7 @@ from typing import Annotated, get_args
 import typer
 
 from secondbrain.cli.app import VaultOption, config_with, run
-from secondbrain.config import LocalRuntime
+from secondbrain.vault_config import LocalRuntime
 
 # The choices of --runtime, from the setting's own (an Enum, which Typer offers as choices).
 Runtime = StrEnum("Runtime", {runtime: runtime for runtime in get_args(LocalRuntime)})

@@ -18,12 +18,13 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from secondbrain.config import EmbeddingSection, models_dir_in
+from secondbrain.config import models_dir_in
 from secondbrain.embedding.base import Embedder
 from secondbrain.embedding.models import lookup
 from secondbrain.embedding.remote import BatchOptions
 from secondbrain.errors import FailedPrecondition
 from secondbrain.providers import RetryPolicy, endpoints
+from secondbrain.vault_config import EmbeddingSection
 
 
 def create_embedder(

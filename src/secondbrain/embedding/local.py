@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from secondbrain.config import LocalRuntime as Runtime
 from secondbrain.embedding.base import Embedder
 from secondbrain.embedding.models import ModelSpec
 from secondbrain.errors import FailedPrecondition
+from secondbrain.vault_config import LocalRuntime as Runtime
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

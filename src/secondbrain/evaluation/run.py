@@ -16,13 +16,14 @@ from pathlib import Path
 
 import asyncpg
 
-from secondbrain.config import Config, EmbeddingSection, VaultConfig
+from secondbrain.config import Config
 from secondbrain.db.database import connect
 from secondbrain.errors import InvalidInput
 from secondbrain.evaluation import metrics
 from secondbrain.evaluation.answers import AnswerReport
 from secondbrain.evaluation.questions import BeirDataset, Question, QuestionSet, note_path
 from secondbrain.evaluation.ranking import ARMS, ArmUnavailable, ChunkRanker, rank_notes
+from secondbrain.vault_config import EmbeddingSection, VaultConfig
 
 Progress = Callable[[str, int, int], None]
 
