@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import statistics
 import subprocess
@@ -43,12 +42,12 @@ from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as rpb_grpc
 from secondbrain.service.health_client import wait_until_serving
 from tests.command import serving_port
 from tests.environment import clean_environ
+from tests.test_slim_install import copy_sources
 
 ROOT = Path(__file__).resolve().parents[1]
 VAULT = ROOT.parent / "shared" / "data" / "vaults" / "obsidian-help"
 QUESTIONS = ROOT / "tests" / "data" / "obsidian-help-eval.jsonl"
 ASKED = 50
-SOURCES = ("pyproject.toml", "README.md", "src", "services", "gateway", "gen")
 
 # The first start's export, in a child of each virtualenv: its own time and peak RSS (imports included).
 EXPORT = """
@@ -220,13 +219,7 @@ def main() -> None:
     notes = sum(1 for _ in VAULT.rglob("*.md"))
     results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="secondbrain-bench-slim-") as tmp:
-        source = Path(tmp) / "source"
-        source.mkdir()
-        for name in SOURCES:
-            if (ROOT / name).is_dir():
-                shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-            else:
-                shutil.copyfile(ROOT / name, source / name)
+        source = copy_sources(Path(tmp) / "source")
         for arm in ARMS:
             home = Path(tmp) / arm.exporter
             home.mkdir()

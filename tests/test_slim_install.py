@@ -36,6 +36,19 @@ KITCHEN = "Projects/Kitchen Renovation.md"
 QUESTION = "What did we decide about the kitchen worktop?"
 # What the wheel is built from (the Dockerfile's COPY lines).
 SOURCES = ("pyproject.toml", "README.md", "src", "services", "gateway", "gen")
+
+
+def copy_sources(into: Path) -> Path:
+    """The project as the Dockerfile copies it, into `into` (a fresh install's source, no caches or build output)."""
+    into.mkdir(parents=True, exist_ok=True)
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, into / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copyfile(ROOT / name, into / name)
+    return into
+
+
 TORCH_STACK = ("torch", "transformers", "sentence_transformers")
 NOT_IN_A_SLIM_INSTALL = {"torch", "transformers", "sentence-transformers", "triton"}
 
@@ -77,13 +90,7 @@ def slim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The Python of a fresh virtualenv with the runtime dependencies only; pip's report of what it installed is
     beside it (report.json)."""
     home = tmp_path_factory.mktemp("slim")
-    source = home / "source"
-    source.mkdir()
-    for name in SOURCES:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        else:
-            shutil.copyfile(ROOT / name, source / name)
+    source = copy_sources(home / "source")
     started = time.perf_counter()
     run(sys.executable, "-m", "venv", home / "venv")
     python = home / "venv" / "bin" / "python"
