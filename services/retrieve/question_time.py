@@ -47,6 +47,10 @@ _HABITUAL = re.compile(r"\b(?:do|does|should|shall|can|must)\s+(?:i|we|you|one|t
 _PAST = re.compile(r"\b(?:did|was|were|had|ago)\b", re.IGNORECASE)
 _PINNED = re.compile(r"\d|\b(?:this|last|next|past|previous)\b", re.IGNORECASE)
 _IN = re.compile(r"^\s*(?:in|during)\s+", re.IGNORECASE)
+# A weekday naming a thing of every week ("Are Wednesday intervals part of my training week?", "the Sunday roast"):
+# followed by a word, after no word that makes it a day ("on", "last", "this", ...), in a question not about the past.
+_BARE_WEEKDAY = re.compile(rf"^\s*(?:the\s+)?{_WEEKDAYS}\s*$", re.IGNORECASE)
+_DAY_CUE = re.compile(r"\b(?:on|last|this|next|that|since|before|after|until|till|by|from)\s*$", re.IGNORECASE)
 # "When did I last bake bread?" asks for the latest time as surely as "the last time I baked bread".
 _LATEST = re.compile(r"\b(?:latest|most recent(?:ly)?|newest|last time)\b", re.IGNORECASE)
 _LAST_DID = re.compile(r"\b((?:did|have|has)\s+(?:i|we|you|he|she|they))\s+last\b", re.IGNORECASE)
@@ -72,7 +76,13 @@ _EVENT_WORD = re.compile(r"\b(?P<word>since|before|after|until|till|once)\s+(?P<
 _EVENTS_BETWEEN = re.compile(r"\b(?:in\s+)?between\s+(?P<first>.+?)\s+and\s+(?P<second>[^?.!,;]+)", re.IGNORECASE)
 _EVENT_START = re.compile(r"^(?:(?i:the|my|our|a|an|we|i|he|she|they)\b|[A-Z][\w-]*\b|\w+'s\b|\w+ing\b)", re.UNICODE)
 _PRONOUN = re.compile(r"\b(?:it|them)\b", re.IGNORECASE)
-_TOLD = re.compile(r"\b(?:did|was|were|had|has|have|happened|\w{3,}ed)\b", re.IGNORECASE)
+# A question about what happened: a past auxiliary, or a subject and a verb in -ed ("we booked"), not a how-to's
+# "embed" or "need".
+_TOLD = re.compile(
+    r"\b(?:did|was|were|had|has|have|happened)\b|\b(?:i|we|you|he|she|they)\s+"
+    r"(?!(?:embed|need|feed|seed|speed|shed|bleed|breed|proceed|succeed|exceed)\b)\w+ed\b",
+    re.IGNORECASE,
+)
 _NOT_EVENT_START = re.compile(r"^(?i:it|that|this|then|now|lunch|dinner|breakfast|bed|work|dark|noon)\b")
 _WEEK_BEFORE_LAST = re.compile(r"\b(?:the\s+)?week before last\b", re.IGNORECASE)
 _LEADING_PREPOSITION = re.compile(r"\b(?:in|on|during|from|of|at|for)\s*$", re.IGNORECASE)
@@ -187,11 +197,19 @@ def _expression(question: str, now: datetime) -> TimeRange | None:
             continue
         if _BARE_MONTH.match(_IN.sub("", words)) and _habitual(question, words):
             continue
+        if _BARE_WEEKDAY.match(words) and _weekly(question, words):
+            continue
         days = _span(words, now)
-        if days is not None:
-            end = min(days[1], now.date()) if days[0] <= now.date() else days[1]
-            return TimeRange(days[0], end, words)
+        if days is not None and days[0] <= now.date():
+            return TimeRange(days[0], min(days[1], now.date()), words)
     return None
+
+
+def _weekly(question: str, words: str) -> bool:
+    """Whether the weekday `words` names a thing of every week in `question`: see _BARE_WEEKDAY."""
+    at = question.find(words)
+    after = question[at + len(words) :]
+    return bool(re.match(r"\s+[A-Za-z]", after)) and not _DAY_CUE.search(question[:at]) and not _PAST.search(question)
 
 
 def _between(question: str, now: datetime) -> TimeRange | None:
@@ -256,12 +274,16 @@ def _season(question: str, today: date) -> TimeRange | None:
     if match is None or _habitual(question, match.group(0)):
         return None
     first_month = _SEASON_START[match["season"].lower()]
-    year = today.year if (today.month, today.day) >= (first_month, 1) else today.year - 1
+    which = (match["which"] or "").lower()
+    # "in spring" is the latest spring begun by today; "this summer" is this year's, begun or not.
+    year = today.year if which == "this" or (today.month, today.day) >= (first_month, 1) else today.year - 1
     if first_month == 12 and today.month < 3:
         year = today.year - 1  # the winter that began last December
-    if (match["which"] or "").lower() == "last":
+    if which == "last":
         year -= 1
     start = date(year, first_month, 1)
+    if start > today:
+        return None  # a season still to come names when something is planned, not when its notes were written
     last_month_start = date(year + (first_month + 2) // 13, (first_month + 1) % 12 + 1, 1)
     end = last_month_start.replace(day=calendar.monthrange(last_month_start.year, last_month_start.month)[1])
     return TimeRange(start, min(end, today), match.group(0))

@@ -56,6 +56,8 @@ def test_a_questions_time_is_a_span_of_days_and_its_words_are_not_searched(
         "How do I convert between Python lists and Rust vectors?",
         "Leave the dough until it doubles?",
         "What did I eat after lunch?",
+        "How do I embed an image after the heading?",
+        "Do we need a plan before the trip?",
     ],
 )
 def test_what_only_looks_like_a_time_is_none(question: str) -> None:
@@ -109,6 +111,23 @@ def test_a_month_or_season_of_every_year_is_no_date(question: str) -> None:
     """Asked about what one does, not did, "in April" is every April: a planting calendar answers it."""
     intent = read_time(question, NOW)
     assert intent.range is None and intent.query == question
+
+
+@pytest.mark.parametrize(
+    "question", ["Are Wednesday intervals part of my training week?", "What is the Sunday roast recipe?"]
+)
+def test_a_weekday_naming_a_thing_of_every_week_is_no_date(question: str) -> None:
+    intent = read_time(question, NOW)
+    assert intent.range is None and intent.query == question
+
+
+def test_a_season_still_to_come_is_no_filter_on_the_notes_dates() -> None:
+    """Notes about a plan for this summer are written before it: asked in April, the words are searched as typed."""
+    april = datetime(2026, 4, 10, 9, 0, tzinfo=UTC)
+    intent = read_time("Are the solar panels going on the roof this summer?", april)
+    assert intent.range is None and intent.query == "Are the solar panels going on the roof this summer?"
+    july = read_time("Are the solar panels going on the roof this summer?", april.replace(month=7)).range
+    assert (july.start, july.end) == (date(2026, 6, 1), date(2026, 7, 10)), "begun: this year's, up to today"
 
 
 @pytest.mark.parametrize(
