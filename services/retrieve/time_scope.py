@@ -6,6 +6,9 @@ written up the day after, a week that is "last week" to one person and the week 
 dated in the margin ranks at SOFT_EDGE_SHARE of its score, behind one dated in the range. The words that only named
 the time are not searched as content. An explicit date filter (`filters.date_from` / `date_to`) wins over the words
 of the question. When nothing is dated in or near the range, the search runs over every note and the plan says so.
+
+A time named by events ("after the roofer's inspection") becomes a range once the pipeline has found each event's
+day in the notes (`at_events`); that range is the notes' own days, so it has no margin.
 """
 
 from __future__ import annotations
