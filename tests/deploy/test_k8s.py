@@ -205,7 +205,8 @@ def test_the_images_model_export_step_makes_a_cache_the_services_read(tmp_path: 
     assert len(built) == 1, built
     check = (
         "import asyncio, sys\n"
-        "from secondbrain.config import EmbeddingSection, load_settings\n"
+        "from secondbrain.config import load_settings\n"
+        "from secondbrain.vault_config import EmbeddingSection\n"
         "from secondbrain.embedding import create_embedder\n"
         "embedder = create_embedder(EmbeddingSection(), models_dir=load_settings().models_dir)\n"
         "assert asyncio.run(embedder.embed_query('a question')).shape == (384,)\n"

@@ -206,7 +206,7 @@ def test_importing_and_creating_the_embedder_loads_no_model() -> None:
     """Importing torch takes seconds; a service that never embeds, or counts tokens only, must not pay for it."""
     code = (
         "import sys\n"
-        "from secondbrain.config import EmbeddingSection\n"
+        "from secondbrain.vault_config import EmbeddingSection\n"
         "from secondbrain.embedding import create_embedder\n"
         "embedder = create_embedder(EmbeddingSection(provider='local'))\n"
         "assert embedder.count_tokens('hello world') == 2\n"

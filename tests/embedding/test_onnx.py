@@ -343,7 +343,7 @@ def test_with_a_cached_export_torch_is_never_imported(real_export: Export, tmp_p
     code = (
         "import asyncio, sys\n"
         "from pathlib import Path\n"
-        "from secondbrain.config import EmbeddingSection\n"
+        "from secondbrain.vault_config import EmbeddingSection\n"
         "from secondbrain.embedding import create_embedder\n"
         f"embedder = create_embedder(EmbeddingSection(runtime='onnx'), models_dir=Path({str(tmp_path / 'models')!r}))\n"
         "vector = asyncio.run(embedder.embed_query('where is the storage decision?'))\n"
