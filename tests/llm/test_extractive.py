@@ -436,3 +436,25 @@ def test_an_undated_statement_or_one_saying_less_is_not_superseded() -> None:
     ), "an undated note is not known to be older"
     other = SourcePassage(2, "1 May 2026\n\nThe garden wall needs paint too.", date="2026-05-01")
     assert quoted("Which paint for the kitchen wall?", [PAINT_PLAN, other])[0].startswith("Chose the paint")
+
+
+async def test_a_question_that_named_only_its_days_is_answered_by_what_those_days_say() -> None:
+    day = SourcePassage(
+        1,
+        "Journal 2026-09-19 > 19 September 2026\n\nDrove to Sintra with Marta and walked up to the Moorish castle. "
+        "Lunch in the square.\nHome by six.\n\nLater: watered the beds.",
+        title="Journal 2026-09-19",
+        path="Journal/2026-09-19.md",
+        date="2026-09-19",
+    )
+    request = ChatRequest(
+        model="extractive", messages=[ChatMessage("user", "What did we do last weekend?")], passages=[day],
+        later_first=False,
+    )  # fmt: skip
+    text = "".join([event.text async for event in ExtractiveProvider().stream(request) if isinstance(event, TextDelta)])
+    assert "What your notes of those days say:" in text, text
+    assert "Drove to Sintra with Marta and walked up to the Moorish castle." in text and "[1]" in text
+    assert "watered the beds" not in text, "the opening block, not the whole day"
+    # Days not asked for: nothing shares the words, and the answer says so, naming the closest note.
+    undated, _ = await answer("What did we do?", [day])
+    assert "shares enough words" in undated

@@ -92,6 +92,11 @@ PREAMBLE = "No language model is configured, so I am quoting your notes rather t
 # When a model could have answered (a provider has its key) and quoting was chosen all the same.
 CHOSEN_PREAMBLE = "Quoting your notes, as chosen: no language model reasons about them for this answer."
 QUOTES_FOLLOW = " The passages that best match your question say:\n"
+# When the asker named the days and no statement shares the question's other words ("What did we do last weekend?"),
+# what the best passage of those days says is the answer.
+DAYS_SAY = " What your notes of those days say:\n"
+# A passage of the days asked for is quoted from its start, at most this many statements of its first block.
+DAY_OPENING_UNITS = 3
 NO_PASSAGES = " I found no passages in your notes for this question."
 # What this provider says in its own words, as opposed to what it quotes: never the conversation's subject, so a
 # follow-up's search leaves it out (`quoted_only`). The "nothing matches" sentence keeps the notes it names.
@@ -101,6 +106,7 @@ _OWN_WORDS = re.compile(
             re.escape(PREAMBLE),
             re.escape(CHOSEN_PREAMBLE),
             re.escape(QUOTES_FOLLOW.strip()),
+            re.escape(DAYS_SAY.strip()),
             re.escape(NO_PASSAGES.strip()),
             r"No sentence in (?:the passage|the \d+ passages) I found shares enough words with your question to quote;"
             r" the closest (?:note is|notes are)",
@@ -355,6 +361,17 @@ def closest_notes(passages: Sequence[SourcePassage]) -> list[str]:
     return list(listed.values())[:MAX_NOTES_LISTED]
 
 
+def day_opening(passage: SourcePassage) -> Quote | None:
+    """The start of `passage` (its first block's first statements), for a question that named its days and nothing
+    else the notes could match: "What did I do yesterday?" is answered by what yesterday's note says."""
+    found = [unit for unit in units(passage, 0, 0, 0, "") if unit.tier == ANSWER and unit.kind != CODE]
+    if not found:
+        return None
+    opening = [unit for unit in found if unit.block == found[0].block][:DAY_OPENING_UNITS]
+    text = " ".join(unit.text for unit in opening)
+    return Quote(text, passage.number, opening[0].order, parts=tuple(opening), unit=opening[0])
+
+
 def _nothing_matches(passages: Sequence[SourcePassage]) -> str:
     notes = closest_notes(passages)
     names = notes[0] if len(notes) == 1 else f"{', '.join(notes[:-1])} and {notes[-1]}"
@@ -406,9 +423,12 @@ class ExtractiveProvider(ChatProvider):
         else:
             earlier = [m.content for m in request.messages if m.role == "assistant"]
             quotes = best_sentences(request.question, passages, earlier, request.later_first)
+            opening = None if quotes or request.later_first else day_opening(passages[0])
             if quotes:
                 pieces.append(QUOTES_FOLLOW)
                 pieces.extend(_render(quote) for quote in quotes)
+            elif opening is not None:
+                pieces += [DAYS_SAY, _render(opening)]
             else:
                 pieces.append(_nothing_matches(passages))
         for piece in pieces:
