@@ -34,9 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import psutil
 
-from bench.report import table, write_section
+from bench.report import peak_rss_while, table, write_section
 from secondbrain.embedding import create_embedder, lookup
 from secondbrain.embedding.local import Runtime
 from secondbrain.evaluation.questions import load_qa
@@ -143,14 +142,7 @@ def run_arm(arm: Arm, data_dir: Path, work: Path, keep_vectors: bool) -> dict:
     command = [sys.executable, "-m", "bench.embedder", "--arm", arm.name, "--data-dir", str(data_dir)]
     command += ["--work", str(work)] + (["--keep-vectors"] if keep_vectors else [])
     child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    polled = 0
-    watched = psutil.Process(child.pid)
-    while child.poll() is None:
-        try:
-            polled = max(polled, watched.memory_info().rss)
-        except psutil.Error:
-            break
-        time.sleep(0.02)
+    polled = peak_rss_while(child, 0.02)
     out, _ = child.communicate()
     if child.returncode != 0:
         raise RuntimeError(f"{arm.name} failed with exit code {child.returncode}")

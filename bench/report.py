@@ -9,8 +9,12 @@ from __future__ import annotations
 import os
 import platform
 import re
+import subprocess
+import time
 from datetime import UTC, datetime
 from pathlib import Path
+
+import psutil
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
@@ -54,3 +58,16 @@ def table(header: list[str], rows: list[list[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def peak_rss_while(child: subprocess.Popen[str], interval: float) -> int:
+    """The highest RSS (bytes) polled every `interval` seconds while `child` runs; returns once it has exited."""
+    peak = 0
+    watched = psutil.Process(child.pid)
+    while child.poll() is None:
+        try:
+            peak = max(peak, watched.memory_info().rss)
+        except psutil.Error:
+            break
+        time.sleep(interval)
+    return peak

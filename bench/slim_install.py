@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
-import psutil
 
-from bench.report import table, write_section
+from bench.report import peak_rss_while, table, write_section
 from secondbrain.embedding.bundle import REQUIREMENT
 from secondbrain.evaluation.questions import load_qa
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as rpb
@@ -135,14 +134,7 @@ def ingest(home: Path) -> dict[str, float]:
         [home / "venv/bin/python", "-m", "secondbrain", "ingest", str(VAULT)],
         env=environment(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    peak = 0
-    watched = psutil.Process(child.pid)
-    while child.poll() is None:
-        try:
-            peak = max(peak, watched.memory_info().rss)
-        except psutil.Error:
-            break
-        time.sleep(0.05)
+    peak = peak_rss_while(child, 0.05)
     _, stderr = child.communicate()
     if child.returncode != 0:
         raise RuntimeError(f"ingest failed: {stderr[-2000:]}")
