@@ -403,7 +403,10 @@ class Retriever:
             rerank_skipped_reason=rerank_skipped,
             embedding_model=model,
             time=said_time,
-            dated_range=searched.date_from is not None or searched.date_to is not None,
+            # Days the asker named, as searched: the request's range or the question's (not "latest", whose cap at
+            # the asker's now names no days, nor a range that matched nothing and gave way to every note).
+            dated_range=bool(searched.date_from or searched.date_to)
+            and not (timed is not None and timed.intent.range is None),
             searched=searched,
         )
 

@@ -305,6 +305,9 @@ async def test_last_week_in_the_question_finds_that_weeks_note_as_of_the_askers_
         "What did we decide about the worktop in March?", **NO_CONDENSE, now="2026-11-30T18:00:00+00:00"
     )
     assert anywhere and "no note dated then matches, so every note was searched" in plan.time
+    assert not plan.dated_range, "the range gave way to every note"
+    latest, _ = await stack.retrieve("my latest note on the worktop", **NO_CONDENSE, now="2026-11-30T18:00:00+00:00")
+    assert latest.time == "Latest first" and not latest.dated_range, "latest names no days"
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         await stack.retrieve(question, **NO_CONDENSE, now="2026-11-30 18:00")
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "UTC offset" in raised.value.details()
