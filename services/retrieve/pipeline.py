@@ -374,11 +374,15 @@ class Retriever:
                 fused, searched = await search(filters), filters
                 said_time = f"{timed.describe()}: no note dated then matches, so every note was searched"
             else:
+                ids = [item.candidate.chunk_id for item in fused]
                 async with self.db.pool.acquire() as connection:
-                    dates = await store.chunk_dates(
-                        connection, [item.candidate.chunk_id for item in fused], STATEMENT_TIMEOUT_SECONDS
+                    dates = await store.chunk_dates(connection, ids, STATEMENT_TIMEOUT_SECONDS)
+                    content_dated = frozenset(
+                        await store.chunk_dates(connection, ids, STATEMENT_TIMEOUT_SECONDS, content_dated=True)
+                        if timed.intent.latest
+                        else ()
                     )
-                fused = time_scope.reorder(fused, dates, timed)
+                fused = time_scope.reorder(fused, dates, timed, content_dated)
                 said_time = timed.describe()
         ranked = [RankedChunk(item) for item in fused]
         since = clock.lap("fuse", since)

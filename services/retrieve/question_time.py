@@ -23,6 +23,8 @@ from datetime import date, datetime, timedelta
 from dateparser.date import DateDataParser
 from dateparser.search import search_dates
 
+from secondbrain.retrieve import time_phrases
+
 _MONTH_NAMES = [name for name in calendar.month_name if name] + [name for name in calendar.month_abbr if name]
 _MONTH = r"(?:" + "|".join(sorted(_MONTH_NAMES, key=len, reverse=True)) + r")\.?"
 _WEEKDAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
@@ -52,7 +54,14 @@ _IN = re.compile(r"^\s*(?:in|during)\s+", re.IGNORECASE)
 _BARE_WEEKDAY = re.compile(rf"^\s*(?:the\s+)?{_WEEKDAYS}\s*$", re.IGNORECASE)
 _DAY_CUE = re.compile(r"\b(?:on|last|this|next|that|since|before|after|until|till|by|from)\s*$", re.IGNORECASE)
 # "When did I last bake bread?" asks for the latest time as surely as "the last time I baked bread".
-_LATEST = re.compile(r"\b(?:latest|most recent(?:ly)?|newest|last time)\b", re.IGNORECASE)
+_LATEST = re.compile(r"\b(?:latest|most recent(?:ly)?|newest|last time|any news|anything new)\b", re.IGNORECASE)
+# "When were the smoke alarm batteries last done?": "last" before a past participle ("done", "serviced"), not a noun
+# ("the last train") nor a time ("last week"), asks for the latest.
+_LAST_DONE = re.compile(
+    r"\bwhen\b[^?]*\blast\s+(?:\w+ed|done|seen|made|had|got|gotten|taken|given|been|gone|run|eaten|read|paid|"
+    r"bought|sent|put|set|cut|heard|spoken|written|worn)\b",
+    re.IGNORECASE,
+)
 _LAST_DID = re.compile(r"\b((?:did|have|has)\s+(?:i|we|you|he|she|they))\s+last\b", re.IGNORECASE)
 # A calendar word's possessive ("Saturday's long run", "last week's meeting") is the day or week itself. (Not
 # "today's": "today's date" in a how-to names no day.)
@@ -72,7 +81,18 @@ _DAY_NUMBER = re.compile(r"^\s*\d{1,2}(?:st|nd|rd|th)?")
 # were back from Lisbon", "between pulling my calf and the first run back". The event is a thing (a determiner, a
 # name, a possessive) or a clause with its subject or a gerund, of two words at least: "before nine", "after lunch"
 # and a recipe's "until it doubles" name no event.
-_EVENT_WORD = re.compile(r"\b(?P<word>since|before|after|until|till|once)\s+(?P<what>[^?.!,;]+)", re.IGNORECASE)
+_EVENT_WORD = re.compile(
+    r"\b(?P<word>since|before|after|until|till|once)\s+(?P<what>(?:(?!\b(?:who|what|when|where|which|how|why|did|do|"
+    r"does)\b)[^?.!,;])+)",
+    re.IGNORECASE,
+)
+# "the week we got back from Lisbon", "the day Rui started": a span of days from an event of the notes.
+_SPAN_OF_EVENT = re.compile(
+    r"\bthe (?P<word>week|weekend|day) (?:that |when |after )?(?P<what>(?:we|i|he|she|they|my|our|[A-Z][\w-]+)\b"
+    r"(?:(?!\b(?:who|what|when|where|which|how|why|did|do|does)\b)[^?.!,;])+)",
+)
+# A fragment with no verb at all ("bib number the night before the porto half") asks about what happened too.
+_ANY_VERB = re.compile(r"\b(?:is|are|am|be|do|does|can|could|should|would|will|shall|must|how)\b", re.IGNORECASE)
 _EVENTS_BETWEEN = re.compile(r"\b(?:in\s+)?between\s+(?P<first>.+?)\s+and\s+(?P<second>[^?.!,;]+)", re.IGNORECASE)
 _EVENT_START = re.compile(r"^(?:(?i:the|my|our|a|an|we|i|he|she|they)\b|[A-Z][\w-]*\b|\w+'s\b|\w+ing\b)", re.UNICODE)
 _PRONOUN = re.compile(r"\b(?:it|them)\b", re.IGNORECASE)
@@ -105,13 +125,18 @@ class TimeRange:
         return f"Notes dated {_span_words(self.start, self.end)}"
 
 
+# The days "the week (weekend, day) we got back" spans after its event's day.
+_EVENT_SPANS = {"week": 6, "weekend": 2, "day": 0}
+
+
 @dataclass(frozen=True)
 class TimeEvent:
     """A time named by events of the notes' ("after the roofer's inspection"): retrieval finds each event's day in
     the notes first, and the range is made of those days."""
 
     word: str
-    """since, before, after, until, once, or between (with `second`)."""
+    """since, before, after, until, once, between (with `second`), or the span of days from it: week, weekend,
+    day."""
     what: str
     """The event, as the question says it ("the roofer's inspection")."""
     words: str
@@ -134,6 +159,8 @@ class TimeEvent:
             return None
         if self.word in ("since", "after", "once"):
             return TimeRange(day, today, self.words)
+        if self.word in _EVENT_SPANS:  # "the week we got back": from that day on, as long as the span
+            return TimeRange(day, min(day + timedelta(days=_EVENT_SPANS[self.word]), today), self.words)
         return TimeRange(None, day, self.words)
 
 
@@ -150,21 +177,27 @@ class TimeIntent:
 def read_time(question: str, now: datetime) -> TimeIntent:
     """The time `question` names, relative to `now` (aware; its own time zone decides what "today" is)."""
     today = now.date()
-    latest = _LATEST.search(question) or _LAST_DID.search(question)
+    latest = _LATEST.search(question) or _LAST_DID.search(question) or _LAST_DONE.search(question)
     query = _LAST_DID.sub(r"\1", _LATEST.sub(" ", question)) if latest else question
-    query = _POSSESSIVE.sub(r"\1", query)
+    query = time_phrases.normalised(_POSSESSIVE.sub(r"\1", query))
     found = (
         _between(query, now)
         or _open_ended(query, now)
         or _season(query, today)
         or _week_before_last(query, today)
         or _weekend(query, today)
+        or _phrase(query, today)
         or _expression(query, now)
     )
     event = _event(query) if found is None else None
     if found is not None or event is not None:
         query = _without(query, found.words if found is not None else event.words)  # type: ignore[union-attr]
     return TimeIntent(found, latest is not None, _tidy(query), event)
+
+
+def _phrase(question: str, today: date) -> TimeRange | None:
+    found = time_phrases.phrase(question, today)
+    return TimeRange(*found) if found is not None else None
 
 
 def _settings(now: datetime) -> dict[str, object]:
@@ -253,9 +286,12 @@ def _event(question: str) -> TimeEvent | None:
             # about, and is searched as that ("giving up on to the T80 flour").
             about = first.split(maxsplit=1)[1]
             return TimeEvent("between", first, match.group(0).strip(), _PRONOUN.sub(about, second, count=1))
+    if (match := _SPAN_OF_EVENT.search(question)) is not None and _names_event(match["what"].strip()):
+        return TimeEvent(match["word"], match["what"].strip(), match.group(0).strip())
     for match in _EVENT_WORD.finditer(question):
         what = match["what"].strip()
-        if _names_event(what) and _TOLD.search(question.replace(match[0], " ")):
+        rest = question.replace(match[0], " ")
+        if _names_event(what) and (_TOLD.search(rest) or not _ANY_VERB.search(rest)):
             return TimeEvent(match["word"].lower().replace("till", "until"), what, match.group(0).strip())
     return None
 

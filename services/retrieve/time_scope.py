@@ -89,9 +89,17 @@ def _widened(asked: TimeRange) -> tuple[date | None, date | None]:
     return (asked.start - margin if asked.start else None, asked.end + margin if asked.end else None)
 
 
-def reorder(fused: list[Fused], dates: dict[int, tuple[date, date]], time: TimeScope) -> list[Fused]:
-    """`fused` (best first) with the soft edge applied and, for "latest", the relevant ordered newest first.
-    `dates` are the chunks' (first day, last day) by chunk id; an undated chunk is taken as outside the range."""
+def reorder(
+    fused: list[Fused],
+    dates: dict[int, tuple[date, date]],
+    time: TimeScope,
+    content_dated: frozenset[int] = frozenset(),
+) -> list[Fused]:
+    """`fused` (best first) with the soft edge applied and, for "latest", the relevant ordered newest first: those
+    the notes themselves date (`content_dated`, chunk ids) by that date, then the rest in the search's order (a
+    file's modification time says when it was last edited, not what is newest: a reference note fixed for a typo
+    yesterday is no news). `dates` are the chunks' (first day, last day) by chunk id; an undated chunk is taken as
+    outside the range."""
     asked = time.intent.range
     if asked is not None:
         edged = [
@@ -105,10 +113,12 @@ def reorder(fused: list[Fused], dates: dict[int, tuple[date, date]], time: TimeS
         floor = LATEST_SHARE * fused[0].score
         relevant = [item for item in fused if item.score >= floor]
         rest = [item for item in fused if item.score < floor]
-        newest = sorted(
-            relevant, key=lambda item: dates.get(item.candidate.chunk_id, (date.min, date.min))[1], reverse=True
-        )
-        fused = newest + rest
+
+        def newness(item: Fused) -> date:
+            chunk = item.candidate.chunk_id
+            return dates.get(chunk, (date.min, date.min))[1] if chunk in content_dated else date.min
+
+        fused = sorted(relevant, key=newness, reverse=True) + rest
     return fused
 
 

@@ -193,3 +193,41 @@ def test_any_text_reads_without_error_and_a_range_is_ordered(question: str) -> N
     intent = read_time(question, NOW)
     if intent.range is not None and intent.range.start and intent.range.end:
         assert intent.range.start <= intent.range.end
+
+
+@pytest.mark.parametrize(
+    ("question", "start", "end", "query"),
+    [
+        ("who was working in the kitchen over Easter", date(2026, 4, 3), date(2026, 4, 6),
+         "who was working in the kitchen"),
+        ("boiler pressure right before christmas", date(2025, 12, 17), date(2025, 12, 23), "boiler pressure"),
+        ("mid-March tomato seedlings", date(2026, 3, 10), date(2026, 3, 20), "tomato seedlings"),
+        ("how hot was that late june heatwave", date(2026, 6, 20), date(2026, 6, 30), "how hot was that heatwave"),
+        ("first long run in the new year", date(2026, 1, 1), date(2026, 1, 31), "first long run"),
+        ("trick or treaters on halloween", date(2026, 10, 31), date(2026, 10, 31), "trick or treaters"),
+        ("what time did the flight land on the 14th", date(2026, 11, 14), date(2026, 11, 14),
+         "what time did the flight land"),
+        ("kitchen spend at the start of the month", date(2026, 11, 1), date(2026, 11, 10), "kitchen spend"),
+        ("how far was the long run two saturdays ago", date(2026, 11, 21), date(2026, 11, 21),
+         "how far was the long run"),
+        ("what did the physio say a couple of weeks back", date(2026, 11, 9), date(2026, 11, 23),
+         "what did the physio say"),
+        ("Rui came round the other day, what was it", date(2026, 11, 23), date(2026, 11, 29),
+         "Rui came round, what was it"),
+        ("finish time from yesterdays race", date(2026, 11, 29), date(2026, 11, 29), "finish time race"),
+    ],
+)  # fmt: skip
+def test_phrases_dateparser_does_not_read(question: str, start: date, end: date, query: str) -> None:
+    """Found on the third blind dev set: holidays, parts of a month, a day of the month, vague amounts."""
+    intent = read_time(question, NOW)
+    assert intent.range is not None, question
+    assert (intent.range.start, intent.range.end, intent.query) == (start, end, query)
+
+
+def test_the_week_an_event_happened_and_news_of_something_are_times() -> None:
+    week = read_time("the week we got back from Lisbon, what went into the garden", NOW)
+    assert week.event is not None and (week.event.word, week.event.what) == ("week", "we got back from Lisbon")
+    assert week.event.range_from(date(2026, 5, 21), None, NOW.date()).end == date(2026, 5, 27)
+    assert read_time("any news on Marta's pottery class?", NOW).latest
+    assert read_time("when were the smoke alarm batteries last done", NOW).latest
+    assert not read_time("when is the last train?", NOW).latest, "a last thing is not the latest note"

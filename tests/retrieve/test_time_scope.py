@@ -45,6 +45,16 @@ def test_latest_puts_the_newest_relevant_first_and_leaves_the_weak_where_they_we
         1: (date(2026, 6, 1), date(2026, 6, 1)),
         2: (date(2026, 11, 1), date(2026, 11, 1)),
     }
-    ranked = reorder(fused(0.9, 0.8, 0.2), dates, timed)
+    ranked = reorder(fused(0.9, 0.8, 0.2), dates, timed, frozenset({0, 1, 2}))
     assert [item.candidate.chunk_id for item in ranked] == [1, 0, 2]
     assert timed.describe() == "Latest first"
+
+
+def test_latest_goes_by_the_notes_own_dates_not_a_files_modification_time() -> None:
+    """A project note edited today (dated only by its file's mtime) is not the newest note on the trip."""
+    timed = scope("my latest note on the Lisbon trip", NOW, Filters())
+    assert timed is not None
+    dates = {0: (date(2026, 11, 30), date(2026, 11, 30)), 1: (date(2026, 5, 1), date(2026, 5, 1)),
+             2: (date(2026, 6, 1), date(2026, 6, 1))}  # fmt: skip
+    ranked = reorder(fused(0.9, 0.8, 0.7), dates, timed, content_dated=frozenset({1, 2}))
+    assert [item.candidate.chunk_id for item in ranked] == [2, 1, 0]

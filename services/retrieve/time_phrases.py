@@ -1,0 +1,176 @@
+"""Ways people name a time that dateparser does not read, found on the blind dev sets' questions ("over Easter",
+"right before Christmas", "mid-March", "the 14th", "the other day", "two Saturdays ago", "a couple of weeks back").
+
+`normalised` rewrites a question's vague amounts into words dateparser reads ("a couple of weeks back" becomes "2
+weeks ago"); `phrase` reads the rest into a range of days (first day, last day, the words that named it), as of the
+asker's today, each range ending no later than today (a question about the notes asks about days already written).
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from datetime import date, timedelta
+from typing import TypeAlias
+
+from dateutil.easter import easter
+
+Days: TypeAlias = tuple[date, date, str]
+"""A range's first and last day, both inclusive, and the question's words that named it."""
+
+_MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name} | {
+    name.lower(): number for number, name in enumerate(calendar.month_abbr) if name
+}
+_MONTH = "(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_WEEKDAY_NUMBERS = {name.lower(): number for number, name in enumerate(calendar.day_name)}
+_NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "2": 2, "3": 3, "4": 4, "5": 5}
+
+# "3 weeks back" is "3 weeks ago" to dateparser; "yesterdays race" is yesterday's.
+_VAGUE = [
+    (re.compile(r"\b(\d+\s+(?:days?|weeks?|months?|years?))\s+back\b", re.IGNORECASE), r"\1 ago"),
+    (re.compile(r"\byesterdays\b", re.IGNORECASE), "yesterday"),
+]
+# "a couple of weeks back", "a few days ago": a spread of days, not one (a couple: about two; a few: about three).
+_VAGUE_AGO = re.compile(
+    r"\b(?P<amount>a couple of|a few|a couple|several)\s+(?P<unit>days?|weeks?|months?)\s+(?:ago|back)\b",
+    re.IGNORECASE,
+)
+_AMOUNTS = {"a couple of": (1, 3), "a couple": (1, 3), "a few": (2, 5), "several": (3, 8)}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30}
+# Around a day: "right before Christmas" is the week before it, "over Easter" its long weekend.
+_AROUND = r"(?P<around>(?:right |just |the (?:days?|week) )?(?:before|after)|over|at|on|around)?\s*"
+_HOLIDAY = re.compile(
+    _AROUND + r"\b(?P<holiday>christmas(?: day| eve)?|xmas|easter(?: weekend| sunday| monday)?|halloween|"
+    r"new year'?s?(?: day| eve)?|the new year)\b",
+    re.IGNORECASE,
+)
+_PART_OF_MONTH = re.compile(rf"\b(?P<part>early|mid|late|the (?:start|beginning|middle|end) of)[\s-]+{_MONTH}\b",
+                            re.IGNORECASE)  # fmt: skip
+_PART_OF_THIS_MONTH = re.compile(r"\b(?:at )?the (?P<part>start|beginning|end) of the month\b", re.IGNORECASE)
+_DAY_OF_MONTH = re.compile(r"\b(?:on )?the (?P<day>[1-9]|[12]\d|3[01])(?:st|nd|rd|th)\b(?!\s+(?:of|century))",
+                           re.IGNORECASE)  # fmt: skip
+_OTHER_DAY = re.compile(r"\bthe other day\b", re.IGNORECASE)
+_WEEKDAYS_AGO = re.compile(
+    r"\b(?P<count>two|three|four|five|[2-5])\s+(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)s"
+    r"\s+ago\b",
+    re.IGNORECASE,
+)
+# The thirds of a month: early, mid, late.
+_PARTS = {"early": (1, 10), "start of": (1, 10), "beginning of": (1, 10), "mid": (10, 20), "middle of": (10, 20),
+          "late": (20, 31), "end of": (20, 31)}  # fmt: skip
+
+
+def normalised(question: str) -> str:
+    """`question` with vague amounts in words dateparser reads."""
+    for pattern, replacement in _VAGUE:
+        question = pattern.sub(replacement, question)
+    return question
+
+
+def phrase(question: str, today: date) -> Days | None:
+    """The range a phrase of `question` names that dateparser does not read, or None."""
+    for read in (_holiday, _part_of_month, _part_of_this_month, _weekdays_ago, _vague_ago, _other_day, _day_of_month):
+        found = read(question, today)
+        if found is not None:
+            return found
+    return None
+
+
+def _past(start: date, end: date, words: str, today: date) -> Days | None:
+    """The range, ending no later than today; None when it has not begun (a plan's time, not its notes')."""
+    if start > today:
+        return None
+    return (start, min(end, today), words)
+
+
+def _latest_year(month: int, day: int, today: date) -> int:
+    """The year of the latest `month`/`day` up to today."""
+    return today.year if (month, day) <= (today.month, today.day) else today.year - 1
+
+
+def _holiday(question: str, today: date) -> Days | None:
+    match = _HOLIDAY.search(question)
+    if match is None:
+        return None
+    name, around = match["holiday"].lower(), (match["around"] or "").lower()
+    if name.startswith("easter"):
+        year = today.year if easter(today.year) - timedelta(days=2) <= today else today.year - 1
+        sunday = easter(year)
+        start, end = sunday - timedelta(days=2), sunday + timedelta(days=1)  # Good Friday to Easter Monday
+    elif name == "halloween":
+        day = date(_latest_year(10, 31, today), 10, 31)
+        start = end = day
+    elif "new year" in name and "eve" in name:
+        day = date(_latest_year(12, 31, today), 12, 31)
+        start = end = day
+    elif "new year" in name:
+        year = _latest_year(1, 1, today)
+        # "in the new year" is its first weeks; "New Year's Day" the day.
+        start, end = date(year, 1, 1), date(year, 1, 1) if "day" in name else date(year, 1, 31)
+    else:  # Christmas
+        day = date(_latest_year(12, 24 if "eve" in name else 25, today), 12, 24 if "eve" in name else 25)
+        start, end = (day - timedelta(days=1), day + timedelta(days=1)) if "day" not in name else (day, day)
+    if "before" in around:
+        start, end = start - timedelta(days=7), start - timedelta(days=1)
+    elif "after" in around:
+        start, end = end + timedelta(days=1), end + timedelta(days=7)
+    return _past(start, end, match.group(0).strip(), today)
+
+
+def _part_of_month(question: str, today: date) -> Days | None:
+    match = _PART_OF_MONTH.search(question)
+    if match is None:
+        return None
+    month = _MONTHS[match["month"].lower()]
+    first, last = _PARTS[match["part"].lower().removeprefix("the ")]
+    year = _latest_year(month, first, today)
+    last = min(last, calendar.monthrange(year, month)[1])
+    return _past(date(year, month, first), date(year, month, last), match.group(0), today)
+
+
+def _part_of_this_month(question: str, today: date) -> Days | None:
+    match = _PART_OF_THIS_MONTH.search(question)
+    if match is None:
+        return None
+    first, last = _PARTS[f"{match['part'].lower()} of"]
+    last = min(last, calendar.monthrange(today.year, today.month)[1])
+    return _past(today.replace(day=first), today.replace(day=last), match.group(0), today)
+
+
+def _weekdays_ago(question: str, today: date) -> Days | None:
+    match = _WEEKDAYS_AGO.search(question)
+    if match is None:
+        return None
+    weekday = _WEEKDAY_NUMBERS[match["weekday"].lower()]
+    latest = today - timedelta(days=(today.weekday() - weekday) % 7 or 7)  # the last one before today
+    day = latest - timedelta(weeks=_NUMBERS[match["count"].lower()] - 1)
+    return (day, day, match.group(0))
+
+
+def _vague_ago(question: str, today: date) -> Days | None:
+    match = _VAGUE_AGO.search(question)
+    if match is None:
+        return None
+    fewest, most = _AMOUNTS[match["amount"].lower()]
+    unit = _UNIT_DAYS[match["unit"].lower().rstrip("s")]
+    return (today - timedelta(days=most * unit), today - timedelta(days=fewest * unit), match.group(0))
+
+
+def _other_day(question: str, today: date) -> Days | None:
+    match = _OTHER_DAY.search(question)
+    if match is None:
+        return None
+    return (today - timedelta(days=7), today - timedelta(days=1), match.group(0))
+
+
+def _day_of_month(question: str, today: date) -> Days | None:
+    """ "on the 14th": the latest 14th up to today."""
+    match = _DAY_OF_MONTH.search(question)
+    if match is None:
+        return None
+    number, month, year = int(match["day"]), today.month, today.year
+    while True:
+        if number <= calendar.monthrange(year, month)[1] and date(year, month, number) <= today:
+            day = date(year, month, number)
+            return (day, day, match.group(0).strip())
+        month, year = (12, year - 1) if month == 1 else (month - 1, year)
