@@ -19,8 +19,11 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMO_VAULT = ROOT / "demo" / "vault"
 # Measured when the vault gained its dated year (2026-12-03, local MiniLM embedder; the questions' expected notes
 # relabelled blind for it, most now several): recall@5 hybrid 0.856, vector 0.811, lexical 0.712, and hybrid ranked
-# an expected note in the first five for every question. A change that falls below these is a regression.
-FLOOR = {"hybrid": 0.85, "vector": 0.8, "lexical": 0.7}
+# an expected note in the first five for every question. Then "latest" came to order by the notes' own dates, never
+# a file's mtime: the vector arm alone lost b3 ("How quickly did the starter double last time?", 0.5 -> 0.0; its
+# close cosines let every bread journal count as relevant, newest first), 0.795; hybrid kept 0.856. A change that
+# falls below these is a regression.
+FLOOR = {"hybrid": 0.85, "vector": 0.79, "lexical": 0.7}
 
 
 def write_lines(path: Path, *lines: object) -> Path:
