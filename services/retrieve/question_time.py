@@ -7,7 +7,9 @@ granularity: a day, a week, a month, a year). Compared before choosing, on the p
 (archived in 2021) reads "last week" as today and "last month" as 7 December. What neither does is kept here: turning
 a granularity into a span of days, ranges ("between ... and ...", "from ... to ..."), open ends ("since", "before",
 "after", "until"), seasons, "the week before last", "latest", and refusing what only looks like a date ("a second",
-"a 2nd monitor", "May" as a name).
+"a 2nd monitor", "May" as a name, "What do I sow in April?" asking about every April). Phrases dateparser does not
+read (holidays, "mid-March", "a couple of weeks back") are `time_phrases`'; a time named by events ("after the
+roofer's inspection") is `time_events`', found in the notes by retrieval.
 
 The words that only named the time are taken out of the text to search ("What did I decide about the garden last
 week?" is searched as "What did I decide about the garden?"), so "week" is not matched as content.
@@ -24,6 +26,8 @@ from dateparser.date import DateDataParser
 from dateparser.search import search_dates
 
 from secondbrain.retrieve import time_phrases
+from secondbrain.retrieve.time_events import TimeEvent, find_event
+from secondbrain.retrieve.time_range import TimeRange
 
 _MONTH_NAMES = [name for name in calendar.month_name if name] + [name for name in calendar.month_abbr if name]
 _MONTH = r"(?:" + "|".join(sorted(_MONTH_NAMES, key=len, reverse=True)) + r")\.?"
@@ -77,91 +81,11 @@ _SEASON = re.compile(
     re.IGNORECASE,
 )
 _DAY_NUMBER = re.compile(r"^\s*\d{1,2}(?:st|nd|rd|th)?")
-# A time named by an event of the notes' own: "since the showroom visit", "after we got home from Galicia", "once we
-# were back from Lisbon", "between pulling my calf and the first run back". The event is a thing (a determiner, a
-# name, a possessive) or a clause with its subject or a gerund, of two words at least: "before nine", "after lunch"
-# and a recipe's "until it doubles" name no event.
-_EVENT_WORD = re.compile(
-    r"\b(?P<word>since|before|after|until|till|once)\s+(?P<what>(?:(?!\b(?:who|what|when|where|which|how|why|did|do|"
-    r"does)\b)[^?.!,;])+)",
-    re.IGNORECASE,
-)
-# "the week we got back from Lisbon", "the day Rui started": a span of days from an event of the notes.
-_SPAN_OF_EVENT = re.compile(
-    r"\bthe (?P<word>week|weekend|day) (?:that |when |after )?(?P<what>(?:we|i|he|she|they|my|our|[A-Z][\w-]+)\b"
-    r"(?:(?!\b(?:who|what|when|where|which|how|why|did|do|does)\b)[^?.!,;])+)",
-)
-# A fragment with no verb at all ("bib number the night before the porto half") asks about what happened too.
-_ANY_VERB = re.compile(r"\b(?:is|are|am|be|do|does|can|could|should|would|will|shall|must|how)\b", re.IGNORECASE)
-_EVENTS_BETWEEN = re.compile(r"\b(?:in\s+)?between\s+(?P<first>.+?)\s+and\s+(?P<second>[^?.!,;]+)", re.IGNORECASE)
-_EVENT_START = re.compile(r"^(?:(?i:the|my|our|a|an|we|i|he|she|they)\b|[A-Z][\w-]*\b|\w+'s\b|\w+ing\b)", re.UNICODE)
-_PRONOUN = re.compile(r"\b(?:it|them)\b", re.IGNORECASE)
-# A question about what happened: a past auxiliary, or a subject and a verb in -ed ("we booked"), not a how-to's
-# "embed" or "need".
-_TOLD = re.compile(
-    r"\b(?:did|was|were|had|has|have|happened)\b|\b(?:i|we|you|he|she|they)\s+"
-    r"(?!(?:embed|need|feed|seed|speed|shed|bleed|breed|proceed|succeed|exceed)\b)\w+ed\b",
-    re.IGNORECASE,
-)
-_NOT_EVENT_START = re.compile(r"^(?i:it|that|this|then|now|lunch|dinner|breakfast|bed|work|dark|noon)\b")
 _WEEK_BEFORE_LAST = re.compile(r"\b(?:the\s+)?week before last\b", re.IGNORECASE)
 _LEADING_PREPOSITION = re.compile(r"\b(?:in|on|during|from|of|at|for)\s*$", re.IGNORECASE)
 _SPACES = re.compile(r"\s{2,}")
 # Meteorological seasons, by their first month (the northern hemisphere's).
 _SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
-
-
-@dataclass(frozen=True)
-class TimeRange:
-    """The days a question asks about, both inclusive; an open end is None."""
-
-    start: date | None
-    end: date | None
-    words: str
-    """The question's words that named it."""
-
-    def describe(self) -> str:
-        """How the plan shows it: "Notes dated 23-29 November 2026"."""
-        return f"Notes dated {_span_words(self.start, self.end)}"
-
-
-# The days "the week (weekend, day) we got back" spans after its event's day.
-_EVENT_SPANS = {"week": 6, "weekend": 2, "day": 0}
-
-
-@dataclass(frozen=True)
-class TimeEvent:
-    """A time named by events of the notes' ("after the roofer's inspection"): retrieval finds each event's day in
-    the notes first, and the range is made of those days."""
-
-    word: str
-    """since, before, after, until, once, between (with `second`), or the span of days from it: week, weekend,
-    day."""
-    what: str
-    """The event, as the question says it ("the roofer's inspection")."""
-    words: str
-    """The question's words that named the time."""
-    second: str = ""
-    """The other end of a "between ... and ...", when it is an event too."""
-
-    def range_from(self, day: date | None, second_day: date | None, today: date) -> TimeRange | None:
-        """The range the events' days make (None for a day not found): "after" an event begins on its day, as the
-        note of that day may tell what followed it; "between" two events lies strictly inside when it can."""
-        if self.word == "between":
-            if day is None:
-                return None
-            if second_day is None or second_day <= day:
-                # The second event is later than the first; found no later (or not at all), only the first holds.
-                return TimeRange(day, today, self.words)
-            inside = (day + timedelta(days=1), second_day - timedelta(days=1))
-            return TimeRange(*(inside if inside[0] <= inside[1] else (day, second_day)), self.words)
-        if day is None:
-            return None
-        if self.word in ("since", "after", "once"):
-            return TimeRange(day, today, self.words)
-        if self.word in _EVENT_SPANS:  # "the week we got back": from that day on, as long as the span
-            return TimeRange(day, min(day + timedelta(days=_EVENT_SPANS[self.word]), today), self.words)
-        return TimeRange(None, day, self.words)
 
 
 @dataclass(frozen=True)
@@ -189,7 +113,7 @@ def read_time(question: str, now: datetime) -> TimeIntent:
         or _phrase(query, today)
         or _expression(query, now)
     )
-    event = _event(query) if found is None else None
+    event = find_event(query) if found is None else None
     if found is not None or event is not None:
         query = _without(query, found.words if found is not None else event.words)  # type: ignore[union-attr]
     return TimeIntent(found, latest is not None, _tidy(query), event)
@@ -275,36 +199,6 @@ def _open_ended(question: str, now: datetime) -> TimeRange | None:
     return TimeRange(None, days[1], match.group(0))
 
 
-def _event(question: str) -> TimeEvent | None:
-    """Events mark a time only in a question about what happened ("what did we decide after the inspection?"): "How
-    do I convert between Python lists and Rust vectors?" names none."""
-    if (match := _EVENTS_BETWEEN.search(question)) is not None and _TOLD.search(question.replace(match[0], " ")):
-        first, second = match["first"].strip(), match["second"].strip()
-        # Between two things one of which is plainly an event, the other is one too ("demolition day").
-        if (_names_event(first) or _names_event(second)) and len(first.split()) >= 2 and len(second.split()) >= 2:
-            # "between switching to the T80 flour and giving up on it": the second's "it" is what the first is
-            # about, and is searched as that ("giving up on to the T80 flour").
-            about = first.split(maxsplit=1)[1]
-            return TimeEvent("between", first, match.group(0).strip(), _PRONOUN.sub(about, second, count=1))
-    if (match := _SPAN_OF_EVENT.search(question)) is not None and _names_event(match["what"].strip()):
-        return TimeEvent(match["word"], match["what"].strip(), match.group(0).strip())
-    for match in _EVENT_WORD.finditer(question):
-        what = match["what"].strip()
-        rest = question.replace(match[0], " ")
-        if _names_event(what) and (_TOLD.search(rest) or not _ANY_VERB.search(rest)):
-            return TimeEvent(match["word"].lower().replace("till", "until"), what, match.group(0).strip())
-    return None
-
-
-def _names_event(what: str) -> bool:
-    return len(what.split()) >= 2 and bool(_EVENT_START.match(what)) and not _NOT_EVENT_START.match(what)
-
-
-def day_words(day: date) -> str:
-    """A day as the plan says it: "3 February 2026"."""
-    return _day(day, year=True)
-
-
 def _season(question: str, today: date) -> TimeRange | None:
     match = _SEASON.search(question)
     if match is None or _habitual(question, match.group(0)):
@@ -364,21 +258,3 @@ def _without(question: str, words: str) -> str:
 def _tidy(text: str) -> str:
     text = _SPACES.sub(" ", text).strip().lstrip(",;: ")
     return re.sub(r"\s+([?.!,;])", r"\1", text)
-
-
-def _span_words(start: date | None, end: date | None) -> str:
-    if start is None and end is None:
-        return "any time"
-    if start is None:
-        return f"up to {_day(end, year=True)}"  # type: ignore[arg-type]
-    if end is None or end == start:
-        return ("from " if end is None else "") + _day(start, year=True)
-    if start.year != end.year:
-        return f"{_day(start, year=True)} to {_day(end, year=True)}"
-    if start.month != end.month:
-        return f"{_day(start, year=False)} to {_day(end, year=True)}"
-    return f"{start.day}\u2013{_day(end, year=True)}"
-
-
-def _day(day: date, year: bool) -> str:
-    return f"{day.day} {calendar.month_name[day.month]}" + (f" {day.year}" if year else "")

@@ -18,7 +18,8 @@ from datetime import date, datetime, timedelta
 
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.fusion import Fused
-from secondbrain.retrieve.question_time import TimeIntent, TimeRange, day_words, read_time
+from secondbrain.retrieve.question_time import TimeIntent, read_time
+from secondbrain.retrieve.time_range import TimeRange, day_words
 
 # A passage dated within the margin, outside the asked range, keeps this share of its score.
 SOFT_EDGE_SHARE = 0.5
