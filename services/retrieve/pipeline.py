@@ -300,10 +300,8 @@ class Retriever:
             # landing", and its day would be taken for the event's.
             found = [candidate for candidate in found if candidate.lexical_rank is not None]
         async with self.db.pool.acquire() as connection:
-            dated = await store.chunk_dates(
-                connection, [c.chunk_id for c in found], STATEMENT_TIMEOUT_SECONDS, content_dated=True
-            )
-        return next((dated[c.chunk_id][0] for c in found if c.chunk_id in dated), None)
+            dated = await store.chunk_dates(connection, [c.chunk_id for c in found], STATEMENT_TIMEOUT_SECONDS)
+        return next((day[0] for c in found if (day := dated.get(c.chunk_id)) is not None and day[2]), None)
 
     def _now(self) -> datetime:
         """The asker's now when the client sent none: this machine's clock, in the configured time zone if any."""
@@ -328,16 +326,17 @@ class Retriever:
         k = depth or self.settings.candidates_per_arm
 
         # The time the question names narrows the search, and its words are not searched (see time_scope).
-        timed = time_scope.scope(text, options.now or self._now(), filters) if self.settings.read_time else None
+        now = options.now or self._now()
+        timed = time_scope.scope(text, now, filters) if self.settings.read_time else None
         if timed is not None and timed.intent.event is not None:
             event = timed.intent.event
-            days = await asyncio.gather(
+            event_days = await asyncio.gather(
                 *(
                     self._event_day(what, filters, options.mode) if what else _no_day()
                     for what in (event.what, event.second)
                 )
             )
-            timed = time_scope.at_events(timed, (days[0], days[1]), options.now or self._now(), filters)
+            timed = time_scope.at_events(timed, (event_days[0], event_days[1]), now, filters)
         searched = filters
         if timed is not None:
             searched, text = timed.filters, timed.intent.query or text
@@ -374,14 +373,12 @@ class Retriever:
                 fused, searched = await search(filters), filters
                 said_time = f"{timed.describe()}: no note dated then matches, so every note was searched"
             else:
-                ids = [item.candidate.chunk_id for item in fused]
                 async with self.db.pool.acquire() as connection:
-                    dates = await store.chunk_dates(connection, ids, STATEMENT_TIMEOUT_SECONDS)
-                    content_dated = frozenset(
-                        await store.chunk_dates(connection, ids, STATEMENT_TIMEOUT_SECONDS, content_dated=True)
-                        if timed.intent.latest
-                        else ()
+                    days = await store.chunk_dates(
+                        connection, [item.candidate.chunk_id for item in fused], STATEMENT_TIMEOUT_SECONDS
                     )
+                dates = {chunk: (first, last) for chunk, (first, last, _) in days.items()}
+                content_dated = frozenset(chunk for chunk, (_, _, own) in days.items() if own)
                 fused = time_scope.reorder(fused, dates, timed, content_dated)
                 said_time = timed.describe()
         ranked = [RankedChunk(item) for item in fused]

@@ -117,21 +117,17 @@ async def linked_candidates(
 
 
 async def chunk_dates(
-    connection: asyncpg.Connection,
-    chunk_ids: Sequence[int],
-    statement_timeout: float | None = None,
-    content_dated: bool = False,
-) -> dict[int, tuple[date, date]]:
-    """The (first day, last day) each chunk is dated, by id; chunks not dated yet are left out, and with
-    `content_dated` those dated only by their file's modification time."""
+    connection: asyncpg.Connection, chunk_ids: Sequence[int], statement_timeout: float | None = None
+) -> dict[int, tuple[date, date, bool]]:
+    """Each chunk's (first day, last day, whether the note itself dates it: its name, front matter or a dated heading,
+    not its file's modification time), by id; chunks not dated yet are left out."""
     if not chunk_ids:
         return {}
     p = Params()
     ids = p.add(list(chunk_ids))
-    weak = f"AND date_source <> {p.add(MODIFIED)}" if content_dated else ""
     statement = p.statement(f"""
-        SELECT id, date_start, date_end FROM vault_chunks
-        WHERE id = ANY({ids}::bigint[]) AND date_start IS NOT NULL AND date_end IS NOT NULL {weak}
+        SELECT id, date_start, date_end, date_source <> {p.add(MODIFIED)} AS own FROM vault_chunks
+        WHERE id = ANY({ids}::bigint[]) AND date_start IS NOT NULL AND date_end IS NOT NULL
         """)
     rows = await fetch(connection, statement, vector_scan=False, deadline=deadline_after(statement_timeout))
-    return {row["id"]: (row["date_start"], row["date_end"]) for row in rows}
+    return {row["id"]: (row["date_start"], row["date_end"], bool(row["own"])) for row in rows}
