@@ -28,7 +28,10 @@ _SPAN_OF_EVENT = re.compile(
     r"(?:(?!\b(?:who|what|when|where|which|how|why|did|do|does)\b)[^?.!,;])+)",
 )
 # A fragment with no verb at all ("bib number the night before the porto half") asks about what happened too.
+# Its event is a thing ("the porto half", "Marta's move"), not a clause: a claim's "since they're cheap to run" or
+# "after being injected" names no event.
 _ANY_VERB = re.compile(r"\b(?:is|are|am|be|do|does|can|could|should|would|will|shall|must|how)\b", re.IGNORECASE)
+_THING = re.compile(r"^(?:(?i:the|my|our)\b|[A-Z][\w-]*'s\b)")
 _EVENTS_BETWEEN = re.compile(r"\b(?:in\s+)?between\s+(?P<first>.+?)\s+and\s+(?P<second>[^?.!,;]+)", re.IGNORECASE)
 _EVENT_START = re.compile(r"^(?:(?i:the|my|our|a|an|we|i|he|she|they)\b|[A-Z][\w-]*\b|\w+'s\b|\w+ing\b)", re.UNICODE)
 _PRONOUN = re.compile(r"\b(?:it|them)\b", re.IGNORECASE)
@@ -97,7 +100,7 @@ def find_event(question: str) -> TimeEvent | None:
     for match in _EVENT_WORD.finditer(question):
         what = match["what"].strip()
         rest = question.replace(match[0], " ")
-        if _names_event(what) and (_TOLD.search(rest) or not _ANY_VERB.search(rest)):
+        if _names_event(what) and (_TOLD.search(rest) or (_THING.match(what) and not _ANY_VERB.search(rest))):
             return TimeEvent(match["word"].lower().replace("till", "until"), what, match.group(0).strip())
     return None
 

@@ -58,6 +58,8 @@ def test_a_questions_time_is_a_span_of_days_and_its_words_are_not_searched(
         "What did I eat after lunch?",
         "How do I embed an image after the heading?",
         "Do we need a plan before the trip?",
+        "Weighed food records result in high completion since they're cheap to run",
+        "Healthy volunteers show a rise in cellular ATP after being injected with fructose",
     ],
 )
 def test_what_only_looks_like_a_time_is_none(question: str) -> None:
