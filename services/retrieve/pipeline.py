@@ -23,12 +23,14 @@ from secondbrain.embedding import Embedder
 from secondbrain.errors import InvalidInput, ResourceExhausted, SecondbrainError
 from secondbrain.llm import ChatMessage
 from secondbrain.retrieve import store, time_scope
+from secondbrain.retrieve.chunk_text import body_of
 from secondbrain.retrieve.condense import Condenser, PlannedQuery
 from secondbrain.retrieve.expand import Excerpt, PassageText, assemble, plan_spans, within_budget
 from secondbrain.retrieve.filters import Filters, parse_now
 from secondbrain.retrieve.fusion import Candidate, Fused, Fusion, fuse_queries
 from secondbrain.retrieve.modes import Mode
 from secondbrain.retrieve.rerank import Reranker
+from secondbrain.retrieve.time_events import event_day
 from secondbrain.vault_config import RetrieveSection
 
 log = logging.getLogger(__name__)
@@ -288,9 +290,9 @@ class Retriever:
         yield Done(clock.timings, len(passages))
 
     async def _event_day(self, event: str, filters: Filters, mode: Mode) -> date | None:
-        """The day of the notes' best passage about `event` ("the roofer's inspection") among those the note itself
-        dates (a daily note, front matter, a dated heading; never a file's modification time) and that hold a word
-        of it; None when there is none."""
+        """The day of `event` ("the roofer's inspection") by the notes' best passage about it among those the note
+        itself dates (a daily note, front matter, a dated heading; never a file's modification time) and that hold a
+        word of it (`time_events.event_day`); None when there is none."""
         vectors = None
         if mode != "lexical":
             vectors, _, _ = await self.query_vectors([event])
@@ -301,7 +303,11 @@ class Retriever:
             found = [candidate for candidate in found if candidate.lexical_rank is not None]
         async with self.db.pool.acquire() as connection:
             dated = await store.chunk_dates(connection, [c.chunk_id for c in found], STATEMENT_TIMEOUT_SECONDS)
-        return next((day[0] for c in found if (day := dated.get(c.chunk_id)) is not None and day[2]), None)
+            best = next((c.chunk_id for c in found if (day := dated.get(c.chunk_id)) is not None and day[2]), None)
+            if best is None:
+                return None
+            contents = await store.chunk_contents(connection, [best], STATEMENT_TIMEOUT_SECONDS)
+        return event_day(event, body_of(contents.get(best, "")), dated[best][0])
 
     def _now(self) -> datetime:
         """The asker's now when the client sent none: this machine's clock, in the configured time zone if any."""

@@ -2,7 +2,8 @@
 "between demolition day and the electrician's first day", "the week we got back from Lisbon".
 
 `find_event` reads the event out of a question; retrieval then finds each event's day in the notes (the best passage
-the notes date that holds a word of it) and `TimeEvent.range_from` makes the range those days mark.
+the notes date that holds a word of it: the day its sentence about the event names, else the passage's own, see
+`event_day`) and `TimeEvent.range_from` makes the range those days mark.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
+from secondbrain.date_sources import days_named
+from secondbrain.llm.quote_words import key_set
 from secondbrain.retrieve.time_range import TimeRange
 
 # A time named by an event of the notes' own: "since the showroom visit", "after we got home from Galicia", "once we
@@ -42,6 +45,8 @@ _TOLD = re.compile(
     r"(?!(?:embed|need|feed|seed|speed|shed|bleed|breed|proceed|succeed|exceed)\b)\w+ed\b",
     re.IGNORECASE,
 )
+# A passage's sentences, and its lines (a list item, a heading): where a day named beside an event is its day.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 _NOT_EVENT_START = re.compile(r"^(?i:it|that|this|then|now|lunch|dinner|breakfast|bed|work|dark|noon)\b")
 
 
@@ -107,3 +112,16 @@ def find_event(question: str) -> TimeEvent | None:
 
 def _names_event(what: str) -> bool:
     return len(what.split()) >= 2 and bool(_EVENT_START.match(what)) and not _NOT_EVENT_START.match(what)
+
+
+def event_day(what: str, passage: str, written: date) -> date:
+    """The day of the event `what` ("the porto half") by the best passage about it, which the notes date `written`:
+    the one day named in the passage's sentence that says most of the event ("Entered the Porto half marathon: 8
+    November", written in March, is of 8 November), else `written` (a journal tells of its own day)."""
+    wanted = key_set(what)
+    best, best_shared = "", 0
+    for sentence in _SENTENCE_END.split(passage):
+        if (shared := len(wanted & key_set(sentence))) > best_shared:
+            best, best_shared = sentence, shared
+    named = days_named(best, written)
+    return named.pop() if len(named) == 1 else written

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from datetime import date
+from datetime import date, timedelta
 
 FILE_NAME = "file name"
 HEADING = "heading"
@@ -23,6 +23,17 @@ _MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _WEEKDAY = r"(?:[A-Za-z]+,?\s+)?"
 _HEADING_DAY_MONTH = re.compile(rf"^{_WEEKDAY}(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH}\s+(\d{{4}})\b", re.IGNORECASE)
 _HEADING_MONTH_DAY = re.compile(rf"^{_WEEKDAY}{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.IGNORECASE)
+# A day named in prose: "8 November", "the 8th of November 2026", "November 8th, 2026", "2026-11-08".
+_PROSE_DAY_MONTH = re.compile(
+    rf"\b(?:(\d{{1,2}})(?:st|nd|rd|th)?\s*(?:to|until|-|\u2013)\s*)?(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}"
+    r"(?:,?\s+(\d{4}))?\b",
+    re.IGNORECASE,
+)
+_PROSE_MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?", re.IGNORECASE)
+_PROSE_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+# A day named without its year is the first such day no more than this long before the note that names it: a note
+# says when something is to be ("the race is on 8 November", written in March), or tells of recent weeks.
+_RECENT_DAYS = 31
 
 
 def said(date: str, source: str) -> str:
@@ -53,3 +64,31 @@ def heading_date(heading: str) -> date | None:
     except ValueError:
         return None
     return None
+
+
+def days_named(text: str, written: date) -> set[date]:
+    """The days `text` names in prose ("8 November", "November 8th, 2026", "2026-11-08"); a day without its year is
+    the first such day on or after a month before `written`, the day of the note that names it. A month is a month
+    only when capitalised, as prose writes it: "you may 2" names no day."""
+    named: list[date | None] = []
+    for match in _PROSE_DAY_MONTH.finditer(text):  # "8 November", or both ends of "14 to 21 May"
+        if match[3][0].isupper():
+            month = _MONTHS[match[3].lower()]
+            named.extend(_day_in_year(match[4], month, int(day), written) for day in (match[1], match[2]) if day)
+    for match in _PROSE_MONTH_DAY.finditer(text):
+        if match[1][0].isupper():
+            named.append(_day_in_year(match[3], _MONTHS[match[1].lower()], int(match[2]), written))
+    for match in _PROSE_ISO.finditer(text):
+        named.append(_day_in_year(match[1], int(match[2]), int(match[3]), written))
+    return {day for day in named if day is not None}
+
+
+def _day_in_year(year: str | None, month: int, day: int, written: date) -> date | None:
+    try:
+        if year:
+            return date(int(year), month, day)
+        earliest = written - timedelta(days=_RECENT_DAYS)
+        named = date(earliest.year, month, day)
+        return named if named >= earliest else date(earliest.year + 1, month, day)
+    except ValueError:
+        return None

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from secondbrain.date_sources import FILE_NAME, HEADING, MODIFIED
+from secondbrain.date_sources import FILE_NAME, HEADING, MODIFIED, days_named
 from secondbrain.ingest.note import parse_note
 from secondbrain.ingest.note_dates import (
     DateSpan,
@@ -108,3 +108,31 @@ def test_a_passage_is_from_its_innermost_dated_heading_else_its_note() -> None:
 def test_any_heading_or_name_is_a_date_or_none_never_an_error(text: str) -> None:
     assert heading_date(text) is None or isinstance(heading_date(text), date)
     assert file_name_date(f"{text}.md") is None or isinstance(file_name_date(f"{text}.md"), DateSpan)
+
+
+WRITTEN = date(2026, 3, 28)
+
+
+@pytest.mark.parametrize(
+    ("text", "days"),
+    [
+        ("Entered the Porto half marathon: 8 November, 35 euros.", {date(2026, 11, 8)}),
+        ("the inspection on the 3rd of June 2025 went well", {date(2025, 6, 3)}),
+        ("November 8th, 2027", {date(2027, 11, 8)}),
+        ("Dec. 5", {date(2026, 12, 5)}),
+        ("booked for 2026-04-02", {date(2026, 4, 2)}),
+        # A day without its year is the first such day from a month before the note: a plan, or recent weeks.
+        ("the roofer came on 20 March", {date(2026, 3, 20)}),
+        ("the party on 1 February", {date(2027, 2, 1)}),
+        ("the flat is ours from 14 to 21 May", {date(2026, 5, 14), date(2026, 5, 21)}),
+        ("you may 2 times, at 8 min per km", set()),  # a month is capitalised in prose
+        ("31 February and 2026-02-30", set()),
+    ],
+)  # fmt: skip
+def test_days_named_in_prose(text: str, days: set[date]) -> None:
+    assert days_named(text, WRITTEN) == days
+
+
+@given(st.text(max_size=80))
+def test_any_text_names_days_or_none_never_an_error(text: str) -> None:
+    assert all(isinstance(day, date) for day in days_named(text, WRITTEN))

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from secondbrain.retrieve.question_time import read_time
+from secondbrain.retrieve.time_events import event_day
 
 NOW = datetime(2026, 11, 30, 18, 0, tzinfo=UTC)
 
@@ -85,6 +86,16 @@ def test_a_time_named_by_events_is_found_in_the_notes_first(
     intent = read_time(question, NOW)
     assert intent.range is None and intent.event is not None, question
     assert (intent.event.word, intent.event.what, intent.event.second, intent.query) == (word, what, second, query)
+
+
+def test_an_event_is_of_the_day_its_passage_names_for_it_else_of_the_passage() -> None:
+    march = date(2026, 3, 28)
+    entered = "Entered the Porto half marathon: 8 November, 35 euros. Now it is real.\n\nLong run 14 km on 27 March."
+    assert event_day("the porto half", entered, march) == date(2026, 11, 8)
+    assert event_day("my long run", entered, march) == date(2026, 3, 27), "the sentence about the event decides"
+    assert event_day("the porto half", "The Porto half went well.", march) == march, "no day named: the passage's"
+    two = "The Porto half is on 8 November or 15 November."
+    assert event_day("the porto half", two, march) == march, "two days named: neither is sure"
 
 
 def test_the_days_of_events_make_a_range() -> None:

@@ -338,6 +338,16 @@ async def test_a_time_named_by_events_is_the_days_the_notes_give_them(stack: Sta
     # An event the notes do not date is no time: the question is searched as asked.
     plan, _ = await stack.retrieve("What did we buy after the moon landing?", **NO_CONDENSE, now=now)
     assert plan.queries[0].text == "What did we buy after the moon landing?" and not plan.time
+    # A passage that says when the event is gives its day, not its own: entering a race in March tells of November.
+    stack.write("Journal/2026-03-28.md", "# 28 March\n\nEntered the Porto half marathon: 8 November, 35 euros.\n")
+    stack.write("Journal/2026-04-02.md", "# 2 April\n\nPasta with Marta at the new place.\n")
+    stack.write("Journal/2026-11-08.md", "# 8 November\n\nRace day, 2:03 at the finish. Pasta with Marta after.\n")
+    await stack.ingest()
+    plan, passages = await stack.retrieve(
+        "Where did we eat after the porto half?", **NO_CONDENSE, now="2026-11-20T10:00:00+00:00"
+    )
+    assert plan.time == "Notes dated 8\u201320 November 2026 (the porto half, 8 November 2026)"
+    assert [p.note_path for p in passages] == ["Journal/2026-11-08.md"]
 
 
 async def test_sql_and_tsquery_syntax_in_queries_is_just_text(stack: Stack) -> None:

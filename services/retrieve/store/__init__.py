@@ -9,7 +9,7 @@
   clause, LIKE escaping, and running a statement within a deadline, the vector arm's HNSW settings scoped to it.
 """
 
-from secondbrain.retrieve.store.chunks import ChunkRow, chunk_dates, chunks_around, linked_candidates
+from secondbrain.retrieve.store.chunks import ChunkRow, chunk_contents, chunk_dates, chunks_around, linked_candidates
 from secondbrain.retrieve.store.hybrid import LexicalQuery, candidates_statement, hybrid_candidates
 from secondbrain.retrieve.store.note_reads import (
     ListedNote,
@@ -42,6 +42,7 @@ __all__ = [
     "StoredLink",
     "StoredNote",
     "candidates_statement",
+    "chunk_contents",
     "chunk_dates",
     "chunks_around",
     "fetch",

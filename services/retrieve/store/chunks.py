@@ -131,3 +131,16 @@ async def chunk_dates(
         """)
     rows = await fetch(connection, statement, vector_scan=False, deadline=deadline_after(statement_timeout))
     return {row["id"]: (row["date_start"], row["date_end"], bool(row["own"])) for row in rows}
+
+
+async def chunk_contents(
+    connection: asyncpg.Connection, chunk_ids: Sequence[int], statement_timeout: float | None = None
+) -> dict[int, str]:
+    """Each chunk's stored content (its `Title > Heading` line, a blank line, its text), by id."""
+    if not chunk_ids:
+        return {}
+    p = Params()
+    ids = p.add(list(chunk_ids))
+    statement = p.statement(f"SELECT id, content FROM vault_chunks WHERE id = ANY({ids}::bigint[])")
+    rows = await fetch(connection, statement, vector_scan=False, deadline=deadline_after(statement_timeout))
+    return {row["id"]: row["content"] for row in rows}
