@@ -11,7 +11,8 @@ from secondbrain.retrieve import note_reading
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.modes import Mode
 from secondbrain.retrieve.note_search import search_notes, validate
-from secondbrain.retrieve.pipeline import Done, Passage, Plan, RetrievalOptions, RetrieveEvent, Retriever
+from secondbrain.retrieve.pipeline import Retriever
+from secondbrain.retrieve.retrieval import Done, Passage, Plan, RetrievalOptions, RetrieveEvent
 from secondbrain.retrieve.store import StoredLink
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc

@@ -30,7 +30,8 @@ from secondbrain.evaluation.services import EvalServices
 from secondbrain.ingest.commands import run_ingest, sync_in_process
 from secondbrain.note_tools.answer_stream import AnswerStream
 from secondbrain.retrieve.filters import Filters
-from secondbrain.retrieve.pipeline import Ranking, RetrievalOptions, Retriever
+from secondbrain.retrieve.pipeline import Retriever
+from secondbrain.retrieve.retrieval import Ranking, RetrievalOptions
 from secondbrain.retrieve.server import build_retriever
 from secondbrain.service.access import connect
 from secondbrain.service.convert import ROLE_VALUES
