@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -57,6 +57,11 @@ EVENT_DEPTH = 10
 
 async def _no_day() -> None:
     return None
+
+
+def _told_by(filters: Filters, today: date) -> Filters:
+    """`filters` kept to days up to `today`: an event the asker tells of has happened by their now."""
+    return replace(filters, date_to=min(filters.date_to, today) if filters.date_to else today)
 
 
 @dataclass
@@ -211,7 +216,7 @@ class Retriever:
             event = timed.intent.event
             event_days = await asyncio.gather(
                 *(
-                    self._event_day(what, filters, options.mode) if what else _no_day()
+                    self._event_day(what, _told_by(filters, now.date()), options.mode) if what else _no_day()
                     for what in (event.what, event.second)
                 )
             )

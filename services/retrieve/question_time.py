@@ -57,8 +57,20 @@ _IN = re.compile(r"^\s*(?:in|during)\s+", re.IGNORECASE)
 # followed by a word, after no word that makes it a day ("on", "last", "this", ...), in a question not about the past.
 _BARE_WEEKDAY = re.compile(rf"^\s*(?:the\s+)?{_WEEKDAYS}\s*$", re.IGNORECASE)
 _DAY_CUE = re.compile(r"\b(?:on|last|this|next|that|since|before|after|until|till|by|from)\s*$", re.IGNORECASE)
-# "When did I last bake bread?" asks for the latest time as surely as "the last time I baked bread".
-_LATEST = re.compile(r"\b(?:latest|most recent(?:ly)?|newest|last time|any news|anything new)\b", re.IGNORECASE)
+# "When did I last bake bread?" asks for the latest time as surely as "the last time I baked bread"; so do asking
+# after news of one's own affairs ("any update on the beans?", "status of my calf?", "where are we with the slugs?").
+_LATEST = re.compile(
+    r"\b(?:latest|most recent(?:ly)?|newest|last time|any news|anything new|(?:any|an)\s+updates?\s+(?:on|about)|"
+    r"status\s+of\s+(?:my|our)|where\s+are\s+we\s+(?:with|on|at)|where\s+did\s+(?:we|i)\s+leave)\b",
+    re.IGNORECASE,
+)
+# "my last loaf", "our last trip", and in a question about the past "the last renewal": the latest of a thing. Not
+# "the last step" of a how-to, nor a time ("last week", "the last two months", "last May"), read elsewhere.
+_TIME_AFTER_LAST = (
+    rf"(?:{_MONTH}|{_WEEKDAYS}|\d+|one|two|three|four|five|six|few|couple|several|times?|days?|nights?|weeks?|"
+    r"weekends?|fortnight|months?|years?|spring|summer|autumn|fall|winter|christmas|easter|one)\b"
+)
+_LAST_THING = re.compile(rf"\b(?P<owner>my|our|the)\s+(?P<last>last)\s+(?!{_TIME_AFTER_LAST})(?=[a-z])", re.IGNORECASE)
 # "When were the smoke alarm batteries last done?": "last" before a past participle ("done", "serviced"), not a noun
 # ("the last train") nor a time ("last week"), asks for the latest.
 _LAST_DONE = re.compile(
@@ -101,8 +113,10 @@ class TimeIntent:
 def read_time(question: str, now: datetime) -> TimeIntent:
     """The time `question` names, relative to `now` (aware; its own time zone decides what "today" is)."""
     today = now.date()
-    latest = _LATEST.search(question) or _LAST_DID.search(question) or _LAST_DONE.search(question)
-    query = _LAST_DID.sub(r"\1", _LATEST.sub(" ", question)) if latest else question
+    latest = (
+        _LATEST.search(question) or _LAST_DID.search(question) or _LAST_DONE.search(question) or _last_thing(question)
+    )
+    query = _LAST_THING.sub(r"\g<owner> ", _LAST_DID.sub(r"\1", _LATEST.sub(" ", question))) if latest else question
     query = time_phrases.normalised(_POSSESSIVE.sub(r"\1", query))
     found = (
         _between(query, now)
@@ -117,6 +131,14 @@ def read_time(question: str, now: datetime) -> TimeIntent:
     if found is not None or event is not None:
         query = _without(query, found.words if found is not None else event.words)  # type: ignore[union-attr]
     return TimeIntent(found, latest is not None, _tidy(query), event)
+
+
+def _last_thing(question: str) -> re.Match[str] | None:
+    """ "my last loaf", or "the last renewal" in a question about the past: see _LAST_THING."""
+    for match in _LAST_THING.finditer(question):
+        if match["owner"].lower() != "the" or _PAST.search(question):
+            return match
+    return None
 
 
 def _phrase(question: str, today: date) -> TimeRange | None:

@@ -22,9 +22,16 @@ from secondbrain.retrieve.time_range import TimeRange
 # and a recipe's "until it doubles" name no event.
 _EVENT_WORD = re.compile(
     r"\b(?P<word>since|before|after|until|till|once)\s+(?P<what>(?:(?!\b(?:who|what|when|where|which|how|why|did|do|"
-    r"does)\b)[^?.!,;])+)",
+    r"does)\b|\s[-\u2013]\s)[^?.!,;])+)",
     re.IGNORECASE,
 )
+# "the day before the electrician started", "in the days after the race", "the night before the porto half": the
+# days next to the event, not all of time before or after it (as many days as the words say).
+_NEXT_TO_EVENT = re.compile(r"\b(?:in\s+)?the\s+(?P<unit>day|night|morning|evening|days|week)\s*$", re.IGNORECASE)
+_NEXT_DAYS = {"day": 1, "night": 1, "morning": 1, "evening": 1, "days": 7, "week": 7}
+# "How did my first run after the Porto half go?": the question's own verb ends it, not the event.
+_HOW_DID = re.compile(r"^\s*how\s+did\b", re.IGNORECASE)
+_HOW_IT_WENT = re.compile(r"\s+(?:go|turn out|work out)\s*$", re.IGNORECASE)
 # "the week we got back from Lisbon", "the day Rui started": a span of days from an event of the notes.
 _SPAN_OF_EVENT = re.compile(
     r"\bthe (?P<word>week|weekend|day) (?:that |when |after )?(?P<what>(?:we|i|he|she|they|my|our|[A-Z][\w-]+)\b"
@@ -42,11 +49,17 @@ _PRONOUN = re.compile(r"\b(?:it|them)\b", re.IGNORECASE)
 # "embed" or "need".
 _TOLD = re.compile(
     r"\b(?:did|was|were|had|has|have|happened)\b|\b(?:i|we|you|he|she|they)\s+"
-    r"(?!(?:embed|need|feed|seed|speed|shed|bleed|breed|proceed|succeed|exceed)\b)\w+ed\b",
+    r"(?!(?:embed|need|feed|seed|speed|shed|bleed|breed|proceed|succeed|exceed)\b)\w+ed\b"
+    # The common irregular pasts that are not also a present ("what went into the garden"; not "put" or "read").
+    r"|\b(?:went|got|came|made|took|bought|saw|said|told|gave|ran|ate|drank|wrote|felt|kept|met|paid|sold|sent|"
+    r"spent|thought|brought|built|began|broke|chose|flew|fell|grew|heard|knew|lost|rode|slept|spoke|stood|swam|"
+    r"taught|threw|woke|won|wore)\b",
     re.IGNORECASE,
 )
 # A passage's sentences, and its lines (a list item, a heading): where a day named beside an event is its day.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
+# A phrase ending on a preposition is no event but the rest of a question: "what's the minus after the type for?".
+_UNFINISHED = re.compile(r"\b(?:for|to|of|with|about|in|on|at|from|by)\s*$", re.IGNORECASE)
 _NOT_EVENT_START = re.compile(r"^(?i:it|that|this|then|now|lunch|dinner|breakfast|bed|work|dark|noon)\b")
 
 
@@ -68,6 +81,8 @@ class TimeEvent:
     """The question's words that named the time."""
     second: str = ""
     """The other end of a "between ... and ...", when it is an event too."""
+    next_days: int = 0
+    """How many days next to the event "the day (days, week) before/after" it means; 0 for all of them."""
 
     def range_from(self, day: date | None, second_day: date | None, today: date) -> TimeRange | None:
         """The range the events' days make (None for a day not found): "after" an event begins on its day, as the
@@ -82,6 +97,15 @@ class TimeEvent:
             return TimeRange(*(inside if inside[0] <= inside[1] else (day, second_day)), self.words)
         if day is None:
             return None
+        if self.next_days and self.word in ("before", "after"):  # "the day before", "in the days after"
+            if self.word == "before":
+                return TimeRange(day - timedelta(days=self.next_days), day - timedelta(days=1), self.words)
+            start = day + timedelta(days=1)
+            return (
+                TimeRange(start, min(day + timedelta(days=self.next_days), today), self.words)
+                if start <= today
+                else None
+            )
         if self.word in ("since", "after", "once"):
             return TimeRange(day, today, self.words)
         if self.word in _EVENT_SPANS:  # "the week we got back": from that day on, as long as the span
@@ -103,15 +127,26 @@ def find_event(question: str) -> TimeEvent | None:
     if (match := _SPAN_OF_EVENT.search(question)) is not None and _names_event(match["what"].strip()):
         return TimeEvent(match["word"], match["what"].strip(), match.group(0).strip())
     for match in _EVENT_WORD.finditer(question):
-        what = match["what"].strip()
-        rest = question.replace(match[0], " ")
+        what, words = match["what"].strip(), match.group(0).strip()
+        if _HOW_DID.match(question) and (went := _HOW_IT_WENT.search(what)):
+            what, words = what[: went.start()], words[: len(words) - len(went[0])]
+        rest = question.replace(words, " ")
         if _names_event(what) and (_TOLD.search(rest) or (_THING.match(what) and not _ANY_VERB.search(rest))):
-            return TimeEvent(match["word"].lower().replace("till", "until"), what, match.group(0).strip())
+            next_to = _NEXT_TO_EVENT.search(question[: match.start()])
+            if next_to is not None:
+                words = question[next_to.start() : match.start()] + words
+            days = _NEXT_DAYS[next_to["unit"].lower()] if next_to is not None else 0
+            return TimeEvent(match["word"].lower().replace("till", "until"), what, words, next_days=days)
     return None
 
 
 def _names_event(what: str) -> bool:
-    return len(what.split()) >= 2 and bool(_EVENT_START.match(what)) and not _NOT_EVENT_START.match(what)
+    return (
+        len(what.split()) >= 2
+        and bool(_EVENT_START.match(what))
+        and not _NOT_EVENT_START.match(what)
+        and not _UNFINISHED.search(what)
+    )
 
 
 def event_day(what: str, passage: str, written: date) -> date:

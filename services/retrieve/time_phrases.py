@@ -50,6 +50,8 @@ _PART_OF_THIS_MONTH = re.compile(r"\b(?:at )?the (?P<part>start|beginning|end) o
 _DAY_OF_MONTH = re.compile(r"\b(?:on )?the (?P<day>[1-9]|[12]\d|3[01])(?:st|nd|rd|th)\b(?!\s+(?:of|century))",
                            re.IGNORECASE)  # fmt: skip
 _OTHER_DAY = re.compile(r"\bthe other day\b", re.IGNORECASE)
+# A part of today: "this morning", "earlier today" (dateparser reads "this morning" as no day).
+_TODAY = re.compile(r"\b(?:this (?:morning|afternoon|evening)|earlier today)\b", re.IGNORECASE)
 _WEEKDAYS_AGO = re.compile(
     r"\b(?P<count>two|three|four|five|[2-5])\s+(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)s"
     r"\s+ago\b",
@@ -69,7 +71,16 @@ def normalised(question: str) -> str:
 
 def phrase(question: str, today: date) -> Days | None:
     """The range a phrase of `question` names that dateparser does not read, or None."""
-    for read in (_holiday, _part_of_month, _part_of_this_month, _weekdays_ago, _vague_ago, _other_day, _day_of_month):
+    for read in (
+        _holiday,
+        _part_of_month,
+        _part_of_this_month,
+        _weekdays_ago,
+        _vague_ago,
+        _other_day,
+        _day_of_month,
+        _part_of_today,
+    ):
         found = read(question, today)
         if found is not None:
             return found
@@ -174,3 +185,8 @@ def _day_of_month(question: str, today: date) -> Days | None:
             day = date(year, month, number)
             return (day, day, match.group(0).strip())
         month, year = (12, year - 1) if month == 1 else (month - 1, year)
+
+
+def _part_of_today(question: str, today: date) -> Days | None:
+    match = _TODAY.search(question)
+    return None if match is None else (today, today, match.group(0))

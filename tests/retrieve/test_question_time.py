@@ -228,6 +228,8 @@ def test_any_text_reads_without_error_and_a_range_is_ordered(question: str) -> N
         ("Rui came round the other day, what was it", date(2026, 11, 23), date(2026, 11, 29),
          "Rui came round, what was it"),
         ("finish time from yesterdays race", date(2026, 11, 29), date(2026, 11, 29), "finish time race"),
+        ("what had the boiler pressure dropped to this morning?", date(2026, 11, 30), date(2026, 11, 30),
+         "what had the boiler pressure dropped to?"),
     ],
 )  # fmt: skip
 def test_phrases_dateparser_does_not_read(question: str, start: date, end: date, query: str) -> None:
@@ -244,3 +246,54 @@ def test_the_week_an_event_happened_and_news_of_something_are_times() -> None:
     assert read_time("any news on Marta's pottery class?", NOW).latest
     assert read_time("when were the smoke alarm batteries last done", NOW).latest
     assert not read_time("when is the last train?", NOW).latest, "a last thing is not the latest note"
+
+
+@pytest.mark.parametrize(
+    ("question", "query"),
+    [
+        ("How did my last loaf turn out?", "How did my loaf turn out?"),
+        ("What did we pay at the last renewal?", "What did we pay at the renewal?"),
+        ("Any update on the beans?", "the beans?"),
+        ("where are we with the slug problem?", "the slug problem?"),
+        ("status of my calf?", "calf?"),
+    ],
+)  # fmt: skip
+def test_news_of_ones_own_affairs_and_the_last_of_a_thing_are_latest(question: str, query: str) -> None:
+    """Found on the fourth blind dev set."""
+    intent = read_time(question, NOW)
+    assert intent.latest and intent.range is None and intent.query == query
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the last step of the setup?",  # a how-to's last step, in the present
+        "How do I see the sync status of a file?",
+        "How do I update on Linux?",
+        "my training over the last two weeks",  # a time, not the last of a thing
+    ],
+)
+def test_a_last_step_or_a_status_in_a_how_to_is_not_latest(question: str) -> None:
+    assert not read_time(question, NOW).latest, question
+
+
+def test_the_days_next_to_an_event_and_the_event_as_a_person_ends_it() -> None:
+    """Found on the fourth blind dev set: "the day before" is one day, not all of time before."""
+    before = read_time("The day before the electrician started, what did I have to sort out?", NOW)
+    assert before.event is not None and (before.event.what, before.event.next_days) == ("the electrician started", 1)
+    assert before.query == "what did I have to sort out?"
+    day = before.event.range_from(date(2026, 2, 3), None, NOW.date())
+    assert (day.start, day.end) == (date(2026, 2, 2), date(2026, 2, 2))
+    after = read_time("In the days after the race, how did my knee feel?", NOW).event
+    assert after is not None and after.next_days == 7
+    week = after.range_from(date(2026, 11, 8), None, NOW.date())
+    assert (week.start, week.end) == (date(2026, 11, 9), date(2026, 11, 15))
+    assert after.range_from(date(2026, 11, 30), None, NOW.date()) is None, "no day after it has come yet"
+    went = read_time("How did my first run after the Porto half go?", NOW)
+    assert went.event is not None and went.event.what == "the Porto half" and went.query == "How did my first run go?"
+    dash = read_time("first run back after the calf injury - how much did I do?", NOW).event
+    assert dash is not None and dash.what == "the calf injury"
+    irregular = read_time("what went into the garden once we were back from Lisbon?", NOW).event
+    assert irregular is not None and irregular.what == "we were back from Lisbon", "'went' tells of what happened"
+    unfinished = read_time("In a note I saw `> [!faq]-`: what's the minus after the type for?", NOW)
+    assert unfinished.event is None, "a phrase ending on a preposition is the rest of the question, no event"

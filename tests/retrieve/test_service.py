@@ -338,6 +338,11 @@ async def test_a_time_named_by_events_is_the_days_the_notes_give_them(stack: Sta
     # An event the notes do not date is no time: the question is searched as asked.
     plan, _ = await stack.retrieve("What did we buy after the moon landing?", **NO_CONDENSE, now=now)
     assert plan.queries[0].text == "What did we buy after the moon landing?" and not plan.time
+    # Nor is one the notes date after the asker's now: what they tell of has happened.
+    plan, _ = await stack.retrieve(
+        "What did we buy after the electrician started?", **NO_CONDENSE, now="2026-02-10T10:00:00+00:00"
+    )
+    assert not plan.time, plan.time
     # A passage that says when the event is gives its day, not its own: entering a race in March tells of November.
     stack.write("Journal/2026-03-28.md", "# 28 March\n\nEntered the Porto half marathon: 8 November, 35 euros.\n")
     stack.write("Journal/2026-04-02.md", "# 2 April\n\nPasta with Marta at the new place.\n")
