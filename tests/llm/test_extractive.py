@@ -458,3 +458,13 @@ async def test_a_question_that_named_only_its_days_is_answered_by_what_those_day
     # Days not asked for: nothing shares the words, and the answer says so, naming the closest note.
     undated, _ = await answer("What did we do?", [day])
     assert "shares enough words" in undated
+
+
+def test_a_sentence_too_short_to_quote_alone_is_quoted_with_the_one_before() -> None:
+    """A terse journal's answer is often two words: "Calf fine." is the end of the run's sentence, not dropped."""
+    log = SourcePassage(
+        1,
+        "Journal 2026-08-03 > 3 August 2026\n\nMonthly budget check: the loft insulation is booked.\n\n"
+        "Easy 5 km, running the whole way. Calf fine.",
+    )
+    assert chosen("status of my calf?", [log]) == ["Easy 5 km, running the whole way. Calf fine."]
