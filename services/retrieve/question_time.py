@@ -60,8 +60,16 @@ _DAY_CUE = re.compile(r"\b(?:on|last|this|next|that|since|before|after|until|til
 # "When did I last bake bread?" asks for the latest time as surely as "the last time I baked bread"; so do asking
 # after news of one's own affairs ("any update on the beans?", "status of my calf?", "where are we with the slugs?").
 _LATEST = re.compile(
-    r"\b(?:latest|most recent(?:ly)?|newest|last time|any news|anything new|(?:any|an)\s+updates?\s+(?:on|about)|"
-    r"status\s+of\s+(?:my|our)|where\s+are\s+we\s+(?:with|on|at)|where\s+did\s+(?:we|i)\s+leave)\b",
+    r"\b(?:latest|most recent(?:ly)?|newest|(?:the\s+)?last time|any news|anything new|(?:any|an)\s+updates?\s+"
+    r"(?:on|about)|status\s+of\s+(?:my|our)|where\s+are\s+we\s+(?:with|on|at)|where\s+did\s+(?:we|i)\s+leave|"
+    r"what'?s\s+new\s+(?:with|on)|in\s+the\s+end)\b",
+    re.IGNORECASE,
+)
+# How a thing stands, asked as its progress ("how are the onions doing?", "how is the kitchen coming along?") or its
+# outcome ("did the LED strip ever get sorted?"): the latest, though no word of the question only names the time.
+_HOW_IT_STANDS = re.compile(
+    r"^\s*how(?:\s+(?:is|are)|'s)\b[^?]*\b(?:doing|going(?!\s+to\b)|holding up|getting on|coming along)\b"
+    r"|\bever\s+(?:get|got)\b",
     re.IGNORECASE,
 )
 # "my last loaf", "our last trip", and in a question about the past "the last renewal": the latest of a thing. Not
@@ -70,7 +78,9 @@ _TIME_AFTER_LAST = (
     rf"(?:{_MONTH}|{_WEEKDAYS}|\d+|one|two|three|four|five|six|few|couple|several|times?|days?|nights?|weeks?|"
     r"weekends?|fortnight|months?|years?|spring|summer|autumn|fall|winter|christmas|easter|one)\b"
 )
-_LAST_THING = re.compile(rf"\b(?P<owner>my|our|the)\s+(?P<last>last)\s+(?!{_TIME_AFTER_LAST})(?=[a-z])", re.IGNORECASE)
+_LAST_THING = re.compile(
+    rf"(?:\b(?P<owner>my|our|the)\s+|^\s*)(?P<last>last)\s+(?!{_TIME_AFTER_LAST})(?=[a-z])", re.IGNORECASE
+)
 # "When were the smoke alarm batteries last done?": "last" before a past participle ("done", "serviced"), not a noun
 # ("the last train") nor a time ("last week"), asks for the latest.
 _LAST_DONE = re.compile(
@@ -114,7 +124,11 @@ def read_time(question: str, now: datetime) -> TimeIntent:
     """The time `question` names, relative to `now` (aware; its own time zone decides what "today" is)."""
     today = now.date()
     latest = (
-        _LATEST.search(question) or _LAST_DID.search(question) or _LAST_DONE.search(question) or _last_thing(question)
+        _LATEST.search(question)
+        or _LAST_DID.search(question)
+        or _LAST_DONE.search(question)
+        or _last_thing(question)
+        or _HOW_IT_STANDS.search(question)
     )
     query = _LAST_THING.sub(r"\g<owner> ", _LAST_DID.sub(r"\1", _LATEST.sub(" ", question))) if latest else question
     query = time_phrases.normalised(_POSSESSIVE.sub(r"\1", query))
@@ -134,9 +148,10 @@ def read_time(question: str, now: datetime) -> TimeIntent:
 
 
 def _last_thing(question: str) -> re.Match[str] | None:
-    """ "my last loaf", or "the last renewal" in a question about the past: see _LAST_THING."""
+    """ "my last loaf", "last thing I did to the beds?", or "the last renewal" in a question about the past: see
+    _LAST_THING."""
     for match in _LAST_THING.finditer(question):
-        if match["owner"].lower() != "the" or _PAST.search(question):
+        if (match["owner"] or "").lower() != "the" or _PAST.search(question):
             return match
     return None
 
@@ -279,4 +294,4 @@ def _without(question: str, words: str) -> str:
 
 def _tidy(text: str) -> str:
     text = _SPACES.sub(" ", text).strip().lstrip(",;: ")
-    return re.sub(r"\s+([?.!,;])", r"\1", text)
+    return re.sub(r"[,;:]+(?=[?.!])", "", re.sub(r"\s+([?.!,;])", r"\1", text))

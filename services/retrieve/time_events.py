@@ -21,7 +21,7 @@ from secondbrain.retrieve.time_range import TimeRange
 # name, a possessive) or a clause with its subject or a gerund, of two words at least: "before nine", "after lunch"
 # and a recipe's "until it doubles" name no event.
 _EVENT_WORD = re.compile(
-    r"\b(?P<word>since|before|after|until|till|once)\s+(?P<what>(?:(?!\b(?:who|what|when|where|which|how|why|did|do|"
+    r"\b(?:ever\s+)?(?P<word>since|before|after|until|till|once)\s+(?P<what>(?:(?!\b(?:who|what|when|where|which|how|why|did|do|"
     r"does)\b|\s[-\u2013]\s)[^?.!,;])+)",
     re.IGNORECASE,
 )
@@ -131,7 +131,11 @@ def find_event(question: str) -> TimeEvent | None:
         if _HOW_DID.match(question) and (went := _HOW_IT_WENT.search(what)):
             what, words = what[: went.start()], words[: len(words) - len(went[0])]
         rest = question.replace(words, " ")
-        if _names_event(what) and (_TOLD.search(rest) or (_THING.match(what) and not _ANY_VERB.search(rest))):
+        # Told as what happened: by the question ("what did we decide after ..."), by a state's start in the past
+        # ("ever since the old kitchen got ripped out, where are we cooking?"; not a how-to's "after I passed it to
+        # a function"), or a thing in a fragment with no verb.
+        told = _TOLD.search(rest) or (match["word"].lower() == "since" and _TOLD.search(what))
+        if _names_event(what) and (told or (_THING.match(what) and not _ANY_VERB.search(rest))):
             next_to = _NEXT_TO_EVENT.search(question[: match.start()])
             if next_to is not None:
                 words = question[next_to.start() : match.start()] + words

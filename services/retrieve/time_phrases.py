@@ -29,6 +29,8 @@ _NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "2": 2, "3": 3, "4": 4, 
 _VAGUE = [
     (re.compile(r"\b(\d+\s+(?:days?|weeks?|months?|years?))\s+back\b", re.IGNORECASE), r"\1 ago"),
     (re.compile(r"\byesterdays\b", re.IGNORECASE), "yesterday"),
+    # Not "before yesterday", an open end: the one day two days back.
+    (re.compile(r"\b(?:the\s+)?day before yesterday\b", re.IGNORECASE), "2 days ago"),
 ]
 # "a couple of weeks back", "a few days ago": a spread of days, not one (a couple: about two; a few: about three).
 _VAGUE_AGO = re.compile(
