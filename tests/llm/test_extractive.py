@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from secondbrain.llm import ChatMessage, ChatRequest, SourcePassage, TextDelta, Usage, extractive
 from secondbrain.llm.extractive import PREAMBLE, ExtractiveProvider, best_sentences, is_about_the_vault
-from secondbrain.llm.quote_words import identifiers
+from secondbrain.llm.quote_words import content_words, identifiers
 
 PASSAGES = [
     SourcePassage(1, "Garden > Tomatoes\n\nWater tomatoes every morning in July. Mulch keeps the soil moist."),
@@ -468,3 +468,15 @@ def test_a_sentence_too_short_to_quote_alone_is_quoted_with_the_one_before() -> 
         "Easy 5 km, running the whole way. Calf fine.",
     )
     assert chosen("status of my calf?", [log]) == ["Easy 5 km, running the whole way. Calf fine."]
+
+
+def test_contractions_typed_without_apostrophes_are_function_words() -> None:
+    """Typed on a phone, "whats ... im" are not words a sentence must share to answer: "race" and "training" are."""
+    assert content_words("whats the next race im training for") == ["next", "race", "training"]
+    assert content_words("what's the plan we're on, we'll see") == ["plan", "see"], "no 's', 're' or 'll' left over"
+    journal = SourcePassage(
+        1,
+        "Journal 2026-11-21 > 21 November 2026\n\nSigned up for the Lisbon half marathon in March 2027. Marta says "
+        "I am addicted.\n\nLong run 10 km, easy.\n\nProper training starts in December.",
+    )
+    assert chosen("whats the next race im training for", [journal]) == ["Proper training starts in December."]
