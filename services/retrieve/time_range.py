@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-import calendar
 from dataclasses import dataclass
 from datetime import date
+
+from secondbrain.date_sources import day_words
 
 
 @dataclass(frozen=True)
@@ -22,24 +23,15 @@ class TimeRange:
         return f"Notes dated {_span_words(self.start, self.end)}"
 
 
-def day_words(day: date) -> str:
-    """A day as the plan says it: "3 February 2026"."""
-    return _day(day, year=True)
-
-
 def _span_words(start: date | None, end: date | None) -> str:
     if start is None and end is None:
         return "any time"
     if start is None:
-        return f"up to {_day(end, year=True)}"  # type: ignore[arg-type]
+        return f"up to {day_words(end, year=True)}"  # type: ignore[arg-type]
     if end is None or end == start:
-        return ("from " if end is None else "") + _day(start, year=True)
+        return ("from " if end is None else "") + day_words(start, year=True)
     if start.year != end.year:
-        return f"{_day(start, year=True)} to {_day(end, year=True)}"
+        return f"{day_words(start, year=True)} to {day_words(end, year=True)}"
     if start.month != end.month:
-        return f"{_day(start, year=False)} to {_day(end, year=True)}"
-    return f"{start.day}\u2013{_day(end, year=True)}"
-
-
-def _day(day: date, year: bool) -> str:
-    return f"{day.day} {calendar.month_name[day.month]}" + (f" {day.year}" if year else "")
+        return f"{day_words(start, year=False)} to {day_words(end, year=True)}"
+    return f"{start.day}\u2013{day_words(end, year=True)}"

@@ -16,10 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 
+from secondbrain.date_sources import day_words
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.fusion import Fused
 from secondbrain.retrieve.question_time import TimeIntent, read_time
-from secondbrain.retrieve.time_range import TimeRange, day_words
+from secondbrain.retrieve.time_range import TimeRange
 
 # A passage dated within the margin, outside the asked range, keeps this share of its score.
 SOFT_EDGE_SHARE = 0.5

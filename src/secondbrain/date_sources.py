@@ -52,6 +52,11 @@ def span_text(start: date | None, end: date | None) -> str:
     return start.isoformat() if start == end else f"{start.isoformat()}..{end.isoformat()}"
 
 
+def day_words(day: date, year: bool = True) -> str:
+    """A day as a person reads it, in the plan and in an answer: "3 February 2026" ("3 February" without the year)."""
+    return f"{day.day} {calendar.month_name[day.month]}" + (f" {day.year}" if year else "")
+
+
 def heading_date(heading: str) -> date | None:
     """The day a heading names at its start (`2026-01-20`, `20 January 2026`, `Monday, January 20, 2026`), or None."""
     try:

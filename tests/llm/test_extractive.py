@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from hypothesis import given
@@ -480,3 +481,20 @@ def test_contractions_typed_without_apostrophes_are_function_words() -> None:
         "I am addicted.\n\nLong run 10 km, easy.\n\nProper training starts in December.",
     )
     assert chosen("whats the next race im training for", [journal]) == ["Proper training starts in December."]
+
+
+async def test_a_question_asking_when_has_each_quote_led_by_the_day_its_notes_give_it() -> None:
+    log = SourcePassage(
+        1,
+        "House Log > 2026-10-25\n\nSmoke alarm batteries changed, all three.",
+        "House Log",
+        "Areas/Home/House Log.md",
+        "2026-10-25",
+    )
+    text, _ = await answer("When did I last change the smoke alarm batteries?", [log])
+    assert "\n25 October 2026:\n> Smoke alarm batteries changed, all three. [1]" in text
+    text, _ = await answer("Which smoke alarm batteries did I change?", [log])
+    assert "25 October 2026" not in text, "only a question asking when is told the day"
+    undated = dataclasses.replace(log, date="", text="House Log > Alarms\n\nSmoke alarm batteries changed, all three.")
+    text, _ = await answer("When did I last change the smoke alarm batteries?", [undated])
+    assert "\n> Smoke alarm batteries changed" in text and "2026:" not in text, "no day the notes give: none said"

@@ -36,8 +36,10 @@ import math
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import PurePosixPath
 
+from secondbrain.date_sources import day_words
 from secondbrain.llm.base import ChatProvider
 from secondbrain.llm.quote_units import (
     ABOUT_THE_VAULT,
@@ -114,6 +116,8 @@ _OWN_WORDS = re.compile(
     )
 )
 
+# A question asking for a day: "When did I last change the batteries?", "what day was the inspection?".
+_WHEN = re.compile(r"^\W*when\b|\bwhat\s+(?:day|date)\b|\bwhich\s+day\b", re.IGNORECASE)
 _HOW_TO = re.compile(r"^\W*(?:how\s+(?:do|can|could|should|would|to)\b|what\s+are\s+the\s+steps\b)", re.IGNORECASE)
 
 
@@ -389,9 +393,12 @@ def quoted_only(answer: str) -> str:
     return " ".join(_OWN_WORDS.sub(" ", answer).split())
 
 
-def _render(quote: Quote) -> str:
-    """A quote as a markdown block quote, its citation after its words, a code block it introduces fenced below."""
+def _render(quote: Quote, dated: bool = False) -> str:
+    """A quote as a markdown block quote, its citation after its words, a code block it introduces fenced below;
+    `dated`: led by the day the notes date it ("25 October 2026:"), for a question asking when."""
     text = quote.text
+    day = quote.unit.day if quote.unit is not None else ""
+    lead = f"\n{day_words(date.fromisoformat(day))}:" if dated and day else ""
     if len(quote.parts) == 1 and len(text) > MAX_QUOTE_CHARS:
         # One statement too long to quote whole (a context is never longer than its limits).
         text = text[:MAX_QUOTE_CHARS].rsplit(" ", 1)[0] + " …"
@@ -400,7 +407,7 @@ def _render(quote: Quote) -> str:
     if quote.code:
         fence = "~~~" if "```" in quote.code else "```"
         lines += ["", f"{fence}{quote.language}", *quote.code.splitlines(), fence]
-    return "\n" + "\n".join(f"> {line}".rstrip() for line in lines) + "\n"
+    return lead + "\n" + "\n".join(f"> {line}".rstrip() for line in lines) + "\n"
 
 
 class ExtractiveProvider(ChatProvider):
@@ -426,7 +433,9 @@ class ExtractiveProvider(ChatProvider):
             opening = None if quotes or request.later_first else day_opening(passages[0])
             if quotes:
                 pieces.append(QUOTES_FOLLOW)
-                pieces.extend(_render(quote) for quote in quotes)
+                # "When did I last ...?": a quote seldom says its own day, which its note or heading does.
+                dated = bool(_WHEN.search(request.question))
+                pieces.extend(_render(quote, dated) for quote in quotes)
             elif opening is not None:
                 pieces += [DAYS_SAY, _render(opening)]
             else:
