@@ -123,14 +123,18 @@ class TimeIntent:
 def read_time(question: str, now: datetime) -> TimeIntent:
     """The time `question` names, relative to `now` (aware; its own time zone decides what "today" is)."""
     today = now.date()
+    last_thing = _last_thing(question)
     latest = (
         _LATEST.search(question)
         or _LAST_DID.search(question)
         or _LAST_DONE.search(question)
-        or _last_thing(question)
+        or last_thing
         or _HOW_IT_STANDS.search(question)
     )
-    query = _LAST_THING.sub(r"\g<owner> ", _LAST_DID.sub(r"\1", _LATEST.sub(" ", question))) if latest else question
+    query = question
+    if last_thing is not None:  # "my last loaf" is searched as "my loaf"; another "the last step" keeps its word
+        query = query[: last_thing.start("last")] + query[last_thing.end() :]
+    query = _LAST_DID.sub(r"\1", _LATEST.sub(" ", query)) if latest else query
     query = time_phrases.normalised(_POSSESSIVE.sub(r"\1", query))
     found = (
         _between(query, now)

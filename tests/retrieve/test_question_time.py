@@ -313,3 +313,7 @@ def test_the_days_next_to_an_event_and_the_event_as_a_person_ends_it() -> None:
     assert read_time("why cant i use a variable after i passed it to a function", NOW).event is None, "a how-to"
     bib = read_time("what was my bib number, the day before the race in porto?", NOW)
     assert bib.query == "what was my bib number?", "no comma left before the question mark"
+
+
+def test_only_the_last_of_a_thing_that_asked_for_the_latest_loses_its_word() -> None:
+    assert read_time("any update on the last step?", NOW).query == "the last step?"
