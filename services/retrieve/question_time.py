@@ -25,12 +25,12 @@ from datetime import date, datetime, timedelta
 from dateparser.date import DateDataParser
 from dateparser.search import search_dates
 
+from secondbrain.date_sources import MONTH_NAMES
 from secondbrain.retrieve import time_phrases
 from secondbrain.retrieve.time_events import TimeEvent, find_event
 from secondbrain.retrieve.time_range import TimeRange
 
-_MONTH_NAMES = [name for name in calendar.month_name if name] + [name for name in calendar.month_abbr if name]
-_MONTH = r"(?:" + "|".join(sorted(_MONTH_NAMES, key=len, reverse=True)) + r")\.?"
+_MONTH = f"(?:{MONTH_NAMES})" + r"\.?"
 _WEEKDAYS = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 # An expression names a day or longer only with a calendar word in it (a month or weekday, "yesterday", a date
 # written in digits), or a unit of days or longer with a word that makes it a time ("two weeks ago", "last month"):
@@ -76,7 +76,7 @@ _HOW_IT_STANDS = re.compile(
 # "the last step" of a how-to, nor a time ("last week", "the last two months", "last May"), read elsewhere.
 _TIME_AFTER_LAST = (
     rf"(?:{_MONTH}|{_WEEKDAYS}|\d+|one|two|three|four|five|six|few|couple|several|times?|days?|nights?|weeks?|"
-    r"weekends?|fortnight|months?|years?|spring|summer|autumn|fall|winter|christmas|easter|one)\b"
+    r"weekends?|fortnight|months?|years?|spring|summer|autumn|fall|winter|christmas|easter)\b"
 )
 _LAST_THING = re.compile(
     rf"(?:\b(?P<owner>my|our|the)\s+|^\s*)(?P<last>last)\s+(?!{_TIME_AFTER_LAST})(?=[a-z])", re.IGNORECASE

@@ -15,13 +15,12 @@ from typing import TypeAlias
 
 from dateutil.easter import easter
 
+from secondbrain.date_sources import MONTH_NAMES, MONTHS
+
 Days: TypeAlias = tuple[date, date, str]
 """A range's first and last day, both inclusive, and the question's words that named it."""
 
-_MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name} | {
-    name.lower(): number for number, name in enumerate(calendar.month_abbr) if name
-}
-_MONTH = "(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_MONTH = f"(?P<month>{MONTH_NAMES})" + r"\.?"
 _WEEKDAY_NUMBERS = {name.lower(): number for number, name in enumerate(calendar.day_name)}
 _NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "2": 2, "3": 3, "4": 4, "5": 5}
 
@@ -134,7 +133,7 @@ def _part_of_month(question: str, today: date) -> Days | None:
     match = _PART_OF_MONTH.search(question)
     if match is None:
         return None
-    month = _MONTHS[match["month"].lower()]
+    month = MONTHS[match["month"].lower()]
     first, last = _PARTS[match["part"].lower().removeprefix("the ")]
     year = _latest_year(month, first, today)
     last = min(last, calendar.monthrange(year, month)[1])

@@ -16,10 +16,13 @@ FRONT_MATTER = "front matter"
 # A day written at the start of a file name or a value: `2026-01-20`, `2026-01-20 Standup`, `2026-01-20T09:00`.
 DAY_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?!\d)")
 ISO_START = re.compile(r"^\s*(\d{4})-(\d{2})-(\d{2})(?:$|[T\s])")
-_MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name} | {
+# Each month's English name and abbreviation, lowercased, to its number: one place for what a month is called.
+MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name} | {
     name.lower(): number for number, name in enumerate(calendar.month_abbr) if name
 }
-_MONTH = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+# The names, longest first, as a regular expression's alternatives ("september|sept|sep|...").
+MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
+_MONTH = f"({MONTH_NAMES})" + r"\.?"
 _WEEKDAY = r"(?:[A-Za-z]+,?\s+)?"
 _HEADING_DAY_MONTH = re.compile(rf"^{_WEEKDAY}(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH}\s+(\d{{4}})\b", re.IGNORECASE)
 _HEADING_MONTH_DAY = re.compile(rf"^{_WEEKDAY}{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.IGNORECASE)
@@ -63,9 +66,9 @@ def heading_date(heading: str) -> date | None:
         if match := ISO_START.match(heading) or DAY_NAME.match(heading.strip()):
             return date(int(match[1]), int(match[2]), int(match[3]))
         if match := _HEADING_DAY_MONTH.match(heading.strip()):
-            return date(int(match[3]), _MONTHS[match[2].lower()], int(match[1]))
+            return date(int(match[3]), MONTHS[match[2].lower()], int(match[1]))
         if match := _HEADING_MONTH_DAY.match(heading.strip()):
-            return date(int(match[3]), _MONTHS[match[1].lower()], int(match[2]))
+            return date(int(match[3]), MONTHS[match[1].lower()], int(match[2]))
     except ValueError:
         return None
     return None
@@ -78,11 +81,11 @@ def days_named(text: str, written: date) -> set[date]:
     named: list[date | None] = []
     for match in _PROSE_DAY_MONTH.finditer(text):  # "8 November", or both ends of "14 to 21 May"
         if match[3][0].isupper():
-            month = _MONTHS[match[3].lower()]
+            month = MONTHS[match[3].lower()]
             named.extend(_day_in_year(match[4], month, int(day), written) for day in (match[1], match[2]) if day)
     for match in _PROSE_MONTH_DAY.finditer(text):
         if match[1][0].isupper():
-            named.append(_day_in_year(match[3], _MONTHS[match[1].lower()], int(match[2]), written))
+            named.append(_day_in_year(match[3], MONTHS[match[1].lower()], int(match[2]), written))
     for match in _PROSE_ISO.finditer(text):
         named.append(_day_in_year(match[1], int(match[2]), int(match[3]), written))
     return {day for day in named if day is not None}
