@@ -72,6 +72,16 @@ _HOW_IT_STANDS = re.compile(
     r"|\bever\s+(?:get|got)\b",
     re.IGNORECASE,
 )
+# The state of things as of the asker's now ("what am I aiming for now?", "which flour these days?", "am I supposed to
+# be doing intervals at the moment?", "are we still getting solar panels?"): the latest word on it, a later plan
+# having replaced an earlier one. "now" only ending its clause ("and now it fails to compile" tells a story; "what
+# now?" asks what to do), "still" only in a question whether a state holds ("do I still need a backup?" asks what is
+# needed, not what changed).
+_CURRENT = re.compile(
+    r"\b(?:(?<!\bwhat\s)now(?=\s*(?:[?.!,;]|$))|right now|currently|at the moment|at present|these days|nowadays)\b",
+    re.IGNORECASE,
+)
+_STILL = re.compile(r"^\s*(?:is|are|am)\s+(?:i|we|they|it|the|my|our)\b[^?]*\bstill\b", re.IGNORECASE)
 # "my last loaf", "our last trip", and in a question about the past "the last renewal": the latest of a thing. Not
 # "the last step" of a how-to, nor a time ("last week", "the last two months", "last May"), read elsewhere.
 _TIME_AFTER_LAST = (
@@ -130,11 +140,13 @@ def read_time(question: str, now: datetime) -> TimeIntent:
         or _LAST_DONE.search(question)
         or last_thing
         or _HOW_IT_STANDS.search(question)
+        or _CURRENT.search(question)
+        or _STILL.search(question)
     )
     query = question
     if last_thing is not None:  # "my last loaf" is searched as "my loaf"; another "the last step" keeps its word
         query = query[: last_thing.start("last")] + query[last_thing.end() :]
-    query = _LAST_DID.sub(r"\1", _LATEST.sub(" ", query)) if latest else query
+    query = _LAST_DID.sub(r"\1", _CURRENT.sub(" ", _LATEST.sub(" ", query))) if latest else query
     query = time_phrases.normalised(_POSSESSIVE.sub(r"\1", query))
     found = (
         _between(query, now)

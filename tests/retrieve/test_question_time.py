@@ -274,6 +274,37 @@ def test_news_of_ones_own_affairs_and_the_last_of_a_thing_are_latest(question: s
 
 
 @pytest.mark.parametrize(
+    ("question", "query"),
+    [
+        ("What finish time am I aiming for in Porto now?", "What finish time am I aiming for in Porto?"),
+        ("which flour am I baking with these days?", "which flour am I baking with?"),
+        ("Am I supposed to be doing intervals at the moment?", "Am I supposed to be doing intervals?"),
+        ("how many runs a week am I doing right now", "how many runs a week am I doing"),
+        ("What do I currently pay for insurance?", "What do I pay for insurance?"),
+        ("Are we still getting solar panels?", "Are we still getting solar panels?"),
+    ],
+)  # fmt: skip
+def test_the_state_of_things_now_is_the_latest(question: str, query: str) -> None:
+    """Found on the fourth and fifth blind dev sets: a later plan replaces an earlier one, so "now" asks for the
+    latest word on it."""
+    intent = read_time(question, NOW)
+    assert intent.latest and intent.range is None and intent.query == query
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "I moved my Box into a second variable and now using the first name is a compile error",
+        "The terminal says `obsidian: command not found`. What now?",
+        "I already pay for Sync. Do I still need a real backup?",
+        "rotation plan for the beds next year, now that this year's got muddled?",
+    ],
+)
+def test_now_telling_a_story_or_still_in_a_need_is_not_latest(question: str) -> None:
+    assert not read_time(question, NOW).latest, question
+
+
+@pytest.mark.parametrize(
     "question",
     [
         "What is the last step of the setup?",  # a how-to's last step, in the present
