@@ -60,6 +60,9 @@ _TOLD = re.compile(
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 # A phrase ending on a preposition is no event but the rest of a question: "what's the minus after the type for?".
 _UNFINISHED = re.compile(r"\b(?:for|to|of|with|about|in|on|at|from|by)\s*$", re.IGNORECASE)
+# One word is an event when it is a name: "the day after Sintra", "since Lisbon" (a place for the time spent there).
+# Not a word of no name ("after lunch"), nor "I".
+_NAME = re.compile(r"(?!I\b)[A-Z][a-z][\w-]*")
 _NOT_EVENT_START = re.compile(r"^(?i:it|that|this|then|now|lunch|dinner|breakfast|bed|work|dark|noon)\b")
 
 
@@ -146,7 +149,7 @@ def find_event(question: str) -> TimeEvent | None:
 
 def _names_event(what: str) -> bool:
     return (
-        len(what.split()) >= 2
+        (len(what.split()) >= 2 or bool(_NAME.fullmatch(what)))
         and bool(_EVENT_START.match(what))
         and not _NOT_EVENT_START.match(what)
         and not _UNFINISHED.search(what)
@@ -155,12 +158,14 @@ def _names_event(what: str) -> bool:
 
 def event_day(what: str, passage: str, written: date) -> date:
     """The day of the event `what` ("the porto half") by the best passage about it, which the notes date `written`:
-    the one day named in the passage's sentence that says most of the event ("Entered the Porto half marathon: 8
-    November", written in March, is of 8 November), else `written` (a journal tells of its own day)."""
+    the one day named in a sentence that says most of the event ("Entered the Porto half marathon: 8 November",
+    written in March, is of 8 November), else `written` (a journal tells of its own day)."""
     wanted = key_set(what)
-    best, best_shared = "", 0
-    for sentence in _SENTENCE_END.split(passage):
-        if (shared := len(wanted & key_set(sentence))) > best_shared:
-            best, best_shared = sentence, shared
-    named = days_named(best, written)
-    return named.pop() if len(named) == 1 else written
+    shares = [(len(wanted & key_set(sentence)), sentence) for sentence in _SENTENCE_END.split(passage)]
+    most = max((shared for shared, _ in shares), default=0)
+    # Of the sentences that say as much of the event, one that names its day says when ("Last hard intervals before
+    # the race. Eighteen days to Porto." dates "the race in porto" by the second).
+    for shared, sentence in shares:
+        if most and shared == most and len(named := days_named(sentence, written)) == 1:
+            return named.pop()
+    return written

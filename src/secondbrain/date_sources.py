@@ -34,6 +34,23 @@ _PROSE_DAY_MONTH = re.compile(
 )
 _PROSE_MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?", re.IGNORECASE)
 _PROSE_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+# A countdown names a day by its distance from the note's: "Eighteen days to Porto", "two weeks until the move", "a
+# week to go". Only a countdown to a thing (a name, "the", "my"): "five days to heal" and "finished in ten days" are
+# durations, and "three days before the race" may be told after it.
+_UNITS = [
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen",
+    "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+]  # fmt: skip
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60}
+_NUMBER_WORDS = {word: n for n, word in enumerate(_UNITS, 1)} | _TENS | {
+    f"{tens}{joint}{unit}": value + n for tens, value in _TENS.items() for n, unit in enumerate(_UNITS[:9], 1)
+    for joint in ("-", " ")
+}  # fmt: skip
+_COUNT = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
+_COUNTDOWN = re.compile(
+    rf"\b(?P<count>\d{{1,3}}|a|(?i:{_COUNT}))\s+(?P<unit>(?i:days?|weeks?))\s+"
+    r"(?:(?i:to go)\b|(?i:to|until|till)\s+(?:(?i:the|my|our)\b|[A-Z]))"
+)
 # A day named without its year is the first such day no more than this long before the note that names it: a note
 # says when something is to be ("the race is on 8 November", written in March), or tells of recent weeks.
 _RECENT_DAYS = 31
@@ -75,7 +92,8 @@ def heading_date(heading: str) -> date | None:
 
 
 def days_named(text: str, written: date) -> set[date]:
-    """The days `text` names in prose ("8 November", "November 8th, 2026", "2026-11-08"); a day without its year is
+    """The days `text` names in prose ("8 November", "November 8th, 2026", "2026-11-08", "eighteen days to Porto"); a
+    day without its year is
     the first such day on or after a month before `written`, the day of the note that names it. A month is a month
     only when capitalised, as prose writes it: "you may 2" names no day."""
     named: list[date | None] = []
@@ -88,6 +106,10 @@ def days_named(text: str, written: date) -> set[date]:
             named.append(_day_in_year(match[3], MONTHS[match[1].lower()], int(match[2]), written))
     for match in _PROSE_ISO.finditer(text):
         named.append(_day_in_year(match[1], int(match[2]), int(match[3]), written))
+    for match in _COUNTDOWN.finditer(text):
+        count = match["count"].lower()
+        number = int(count) if count.isdigit() else 1 if count == "a" else _NUMBER_WORDS[count]
+        named.append(written + timedelta(days=number * (7 if match["unit"].lower().startswith("week") else 1)))
     return {day for day in named if day is not None}
 
 

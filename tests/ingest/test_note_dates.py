@@ -127,6 +127,14 @@ WRITTEN = date(2026, 3, 28)
         ("the flat is ours from 14 to 21 May", {date(2026, 5, 14), date(2026, 5, 21)}),
         ("you may 2 times, at 8 min per km", set()),  # a month is capitalised in prose
         ("31 February and 2026-02-30", set()),
+        # A countdown to a thing counts from the note's day; a duration or a retelling does not.
+        ("Eighteen days to Porto.", {date(2026, 4, 15)}),
+        ("two weeks until the move", {date(2026, 4, 11)}),
+        ("twenty-one days to go", {date(2026, 4, 18)}),
+        ("12 days till my race", {date(2026, 4, 9)}),
+        ("It took 5 days to heal", set()),
+        ("finished in ten days", set()),
+        ("three days before the race", set()),
     ],
 )  # fmt: skip
 def test_days_named_in_prose(text: str, days: set[date]) -> None:

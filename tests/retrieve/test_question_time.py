@@ -96,6 +96,17 @@ def test_an_event_is_of_the_day_its_passage_names_for_it_else_of_the_passage() -
     assert event_day("the porto half", "The Porto half went well.", march) == march, "no day named: the passage's"
     two = "The Porto half is on 8 November or 15 November."
     assert event_day("the porto half", two, march) == march, "two days named: neither is sure"
+    countdown = "Last hard intervals before the race: 6 x 400 m.\nEighteen days to Porto."
+    october = date(2026, 10, 21)
+    assert event_day("the race in porto", countdown, october) == date(2026, 11, 8), "of two as good, the dated one"
+
+
+def test_a_name_is_an_event() -> None:
+    """Found on the fourth blind dev set: "the day after Sintra"."""
+    intent = read_time("The day after Sintra, where did we go?", NOW)
+    assert intent.event is not None and (intent.event.what, intent.event.next_days) == ("Sintra", 1)
+    assert intent.query == "where did we go?"
+    assert read_time("After lunch what did we eat?", NOW).event is None, "a word of no name is no event"
 
 
 def test_the_days_of_events_make_a_range() -> None:

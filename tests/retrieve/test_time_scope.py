@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime
 
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.fusion import Candidate, Fused
-from secondbrain.retrieve.time_scope import SOFT_EDGE_SHARE, reorder, scope
+from secondbrain.retrieve.time_scope import SOFT_EDGE_SHARE, at_events, reorder, scope
 
 NOW = datetime(2026, 11, 30, 18, 0, tzinfo=UTC)
 
@@ -58,3 +58,18 @@ def test_latest_goes_by_the_notes_own_dates_not_a_files_modification_time() -> N
              2: (date(2026, 6, 1), date(2026, 6, 1))}  # fmt: skip
     ranked = reorder(fused(0.9, 0.8, 0.7), dates, timed, content_dated=frozenset({1, 2}))
     assert [item.candidate.chunk_id for item in ranked] == [2, 1, 0]
+
+
+def test_the_days_next_to_an_event_keep_a_soft_edge_and_its_own_day_has_none() -> None:
+    """Found on the fourth blind dev set: "the day after Sintra" is told by the note written a day late."""
+    timed = scope("The day after Sintra, where did we go?", NOW, Filters())
+    assert timed is not None
+    found = at_events(timed, (date(2026, 5, 19), None), NOW, Filters())
+    assert found is not None and found.intent.range is not None
+    assert (found.intent.range.start, found.intent.range.end) == (date(2026, 5, 20), date(2026, 5, 20))
+    assert (found.filters.date_from, found.filters.date_to) == (date(2026, 5, 19), date(2026, 5, 21))
+    assert found.describe() == "Notes dated 20 May 2026 (Sintra, 19 May 2026)"
+    since = scope("what did we decide since the showroom visit?", NOW, Filters())
+    assert since is not None
+    after = at_events(since, (date(2026, 1, 12), None), NOW, Filters())
+    assert after is not None and after.filters.date_from == date(2026, 1, 12), "an event's own day has no margin"
