@@ -60,6 +60,12 @@ _TOLD = re.compile(
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 # A phrase ending on a preposition is no event but the rest of a question: "what's the minus after the type for?".
 _UNFINISHED = re.compile(r"\b(?:for|to|of|with|about|in|on|at|from|by)\s*$", re.IGNORECASE)
+# Which end of a span an event is: coming back, or setting off.
+_RETURN = re.compile(r"\b(?:back|home|return(?:ed|ing)?)\b", re.IGNORECASE)
+_SETTING_OFF = re.compile(
+    r"\b(?:fl(?:ew|y|ying)|went|go(?:ing)?|left|leav(?:e|ing)|set(?:ting)? off|arriv(?:ed|ing)|start(?:ed|ing)?)\b",
+    re.IGNORECASE,
+)
 # One word is an event when it is a name: "the day after Sintra", "since Lisbon" (a place for the time spent there).
 # Not a word of no name ("after lunch"), nor "I".
 _NAME = re.compile(r"(?!I\b)[A-Z][a-z][\w-]*")
@@ -166,6 +172,20 @@ def event_day(what: str, passage: str, written: date) -> date:
     # Of the sentences that say as much of the event, one that names its day says when ("Last hard intervals before
     # the race. Eighteen days to Porto." dates "the race in porto" by the second).
     for shared, sentence in shares:
-        if most and shared == most and len(named := days_named(sentence, written)) == 1:
-            return named.pop()
+        if most and shared == most and (day := _day_of(what, days_named(sentence, written))) is not None:
+            return day
     return written
+
+
+def _day_of(what: str, named: set[date]) -> date | None:
+    """The event's day of the days a sentence names: the one, or of a span's two ends ("the flat in Alfama for 14 to
+    21 May") the last for a return ("we got back from Lisbon") and the first for a setting off ("we flew to
+    Lisbon"); None when the sentence does not say which."""
+    if len(named) == 1:
+        return next(iter(named))
+    if len(named) == 2:
+        if _RETURN.search(what):
+            return max(named)
+        if _SETTING_OFF.search(what):
+            return min(named)
+    return None

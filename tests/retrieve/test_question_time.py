@@ -99,6 +99,11 @@ def test_an_event_is_of_the_day_its_passage_names_for_it_else_of_the_passage() -
     countdown = "Last hard intervals before the race: 6 x 400 m.\nEighteen days to Porto."
     october = date(2026, 10, 21)
     assert event_day("the race in porto", countdown, october) == date(2026, 11, 8), "of two as good, the dated one"
+    booked = "Booked the Lisbon flat in Alfama for 14 to 21 May, seven nights."
+    january = date(2026, 1, 7)
+    assert event_day("we got back from Lisbon", booked, january) == date(2026, 5, 21), "a return ends the span"
+    assert event_day("we flew to Lisbon", booked, january) == date(2026, 5, 14), "a setting off starts it"
+    assert event_day("the Lisbon flat", booked, january) == january, "neither: the passage's own day"
 
 
 def test_a_name_is_an_event() -> None:
