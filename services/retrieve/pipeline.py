@@ -25,7 +25,7 @@ from secondbrain.errors import InvalidInput, SecondbrainError
 from secondbrain.llm import ChatMessage
 from secondbrain.retrieve import store, time_scope
 from secondbrain.retrieve.chunk_text import body_of
-from secondbrain.retrieve.condense import Condenser, PlannedQuery
+from secondbrain.retrieve.condense import Condensed, Condenser, PlannedQuery
 from secondbrain.retrieve.expand import Excerpt, PassageText, assemble, plan_spans, within_budget
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.fusion import Candidate, Fused, Fusion, fuse_queries
@@ -221,23 +221,31 @@ class Retriever:
                 )
             )
             timed = time_scope.at_events(timed, (event_days[0], event_days[1]), now, filters)
-        searched = filters
+        searched, asked = filters, text
         if timed is not None:
             searched, text = timed.filters, timed.intent.query or text
 
         condenser = self.make_condenser(options.answer_provider, options.answer_model)
-        condensed = await condenser.condense(text, history, condense=options.condense, alternates=options.alternates)
-        queries = condensed.queries or [PlannedQuery(text, "original")]
-        since = clock.lap("condense", since)
 
-        vectors: list[np.ndarray] | None = None
-        skipped = "the request asked for the lexical arm only" if options.mode == "lexical" else ""
-        model = ""
-        if options.mode != "lexical":
-            vectors, skipped, model = await self.query_vectors([q.text for q in queries])
-            since = clock.lap("embed", since)
-        if vectors is None and options.mode == "vector":
-            raise InvalidInput(f"the vector arm cannot run ({skipped}); ask for hybrid or lexical retrieval")
+        async def plan(text: str) -> tuple[Condensed, list[PlannedQuery], list[np.ndarray] | None, str, str]:
+            """The queries to search for `text` (condensed with the history), and their vectors."""
+            nonlocal since
+            condensed = await condenser.condense(
+                text, history, condense=options.condense, alternates=options.alternates
+            )
+            queries = condensed.queries or [PlannedQuery(text, "original")]
+            since = clock.lap("condense", since)
+            vectors: list[np.ndarray] | None = None
+            skipped = "the request asked for the lexical arm only" if options.mode == "lexical" else ""
+            model = ""
+            if options.mode != "lexical":
+                vectors, skipped, model = await self.query_vectors([q.text for q in queries])
+                since = clock.lap("embed", since)
+            if vectors is None and options.mode == "vector":
+                raise InvalidInput(f"the vector arm cannot run ({skipped}); ask for hybrid or lexical retrieval")
+            return condensed, queries, vectors, skipped, model
+
+        condensed, queries, vectors, skipped, model = await plan(text)
 
         async def search(within: Filters) -> list[Fused]:
             rankings = await asyncio.gather(
@@ -254,6 +262,10 @@ class Retriever:
         if timed is not None:
             if not fused:
                 # Nothing dated in or near the range holds the words: every note is searched, and the plan says so.
+                # A range the notes' events made is searched as asked, the events' words included ("the day after
+                # Sintra": the Sintra day's note tells of it too); a range of words ("last week") leaves them out.
+                if timed.found_events and asked != text:
+                    condensed, queries, vectors, skipped, model = await plan(asked)
                 fused, searched = await search(filters), filters
                 said_time = f"{timed.describe()}: no note dated then matches, so every note was searched"
             else:

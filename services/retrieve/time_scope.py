@@ -8,8 +8,7 @@ the time are not searched as content. An explicit date filter (`filters.date_fro
 of the question. When nothing is dated in or near the range, the search runs over every note and the plan says so.
 
 A time named by events ("after the roofer's inspection") becomes a range once the pipeline has found each event's
-day in the notes (`at_events`); that range is the notes' own days, so it has no margin, but for "the day (days, week)
-before or after" an event, whose note may be written a day late.
+day in the notes (`at_events`); that range is the notes' own days, so it has no margin.
 """
 
 from __future__ import annotations
@@ -64,19 +63,16 @@ def at_events(
     time: TimeScope, days: tuple[date | None, date | None], now: datetime, filters: Filters
 ) -> TimeScope | None:
     """`time` with its events' `days` as found in the notes (None: not found). An event's day is the notes' own, not
-    a person's loose "last week": the range has no margin, but for the days next to it. None when no event was found
-    (and nothing else was asked of time): the question is then searched as asked, its words about the event
-    included."""
+    a person's loose "last week": the range has no margin (a margin would also find a wrongly dated event's
+    neighbours where an empty range falls back to every note). None when no event was found (and nothing else was
+    asked of time): the question is then searched as asked, its words about the event included."""
     event = time.intent.event
     asked = event.range_from(*days, now.date()) if event is not None else None
     intent = replace(time.intent, range=asked, event=None)
     if event is None or asked is None:
         return _applied(intent, now, filters) if intent.latest else None
     found = [f"{what}, {day_words(day)}" for what, day in zip((event.what, event.second), days, strict=True) if day]
-    # The days next to an event ("the day after Sintra") are a loose span like any a person names: a diary may tell
-    # of a day a day late ("The Gulbenkian yesterday ..."), so they keep the soft edge.
-    margin = event.next_days > 0
-    return replace(_applied(intent, now, filters, margin=margin), found_events="; ".join(found))
+    return replace(_applied(intent, now, filters, margin=False), found_events="; ".join(found))
 
 
 def _applied(intent: TimeIntent, now: datetime, filters: Filters, margin: bool = True) -> TimeScope:

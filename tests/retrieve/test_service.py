@@ -353,6 +353,12 @@ async def test_a_time_named_by_events_is_the_days_the_notes_give_them(stack: Sta
     )
     assert plan.time == "Notes dated 8\u201320 November 2026 (the porto half, 8 November 2026)"
     assert [p.note_path for p in passages] == ["Journal/2026-11-08.md"]
+    # No note of the days an event names: every note is searched, and the event's words with them.
+    question = "Where did we eat the day after the porto half?"
+    plan, passages = await stack.retrieve(question, **NO_CONDENSE, now="2026-11-20T10:00:00+00:00")
+    assert plan.time.startswith("Notes dated 9 November 2026 (the porto half, 8 November 2026): no note dated then")
+    assert plan.queries[0].text == question
+    assert "Journal/2026-11-08.md" in [p.note_path for p in passages[:2]]
 
 
 async def test_sql_and_tsquery_syntax_in_queries_is_just_text(stack: Stack) -> None:
