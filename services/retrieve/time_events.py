@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from secondbrain.date_sources import days_named
+from secondbrain.llm.quote_units import sentence_pieces
 from secondbrain.llm.quote_words import key_set
 from secondbrain.retrieve.time_range import TimeRange
 
@@ -56,8 +57,6 @@ _TOLD = re.compile(
     r"taught|threw|woke|won|wore)\b",
     re.IGNORECASE,
 )
-# A passage's sentences, and its lines (a list item, a heading): where a day named beside an event is its day.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 # A phrase ending on a preposition is no event but the rest of a question: "what's the minus after the type for?".
 _UNFINISHED = re.compile(r"\b(?:for|to|of|with|about|in|on|at|from|by)\s*$", re.IGNORECASE)
 # Which end of a span an event is: coming back, or setting off.
@@ -167,7 +166,9 @@ def event_day(what: str, passage: str, written: date) -> date:
     the one day named in a sentence that says most of the event ("Entered the Porto half marathon: 8 November",
     written in March, is of 8 November), else `written` (a journal tells of its own day)."""
     wanted = key_set(what)
-    shares = [(len(wanted & key_set(sentence)), sentence) for sentence in _SENTENCE_END.split(passage)]
+    # A passage's sentences, each line apart (a list item, a heading): where a day named beside an event is its day.
+    sentences = [sentence for line in passage.splitlines() for sentence in sentence_pieces(line)]
+    shares = [(len(wanted & key_set(sentence)), sentence) for sentence in sentences]
     most = max((shared for shared, _ in shares), default=0)
     # Of the sentences that say as much of the event, one that names its day says when ("Last hard intervals before
     # the race. Eighteen days to Porto." dates "the race in porto" by the second).

@@ -190,8 +190,22 @@ class _Reader:
 
 
 def sentences(text: str) -> list[str]:
-    """`text` (one paragraph, lines joined) cut into sentences: not before a lowercase letter, nor after "e.g.", nor
-    before a sentence of fewer than MIN_QUOTE_WORDS words."""
+    """`text` (one paragraph, lines joined) cut into sentences as `sentence_pieces` cuts it, but not before a
+    sentence of fewer than MIN_QUOTE_WORDS words."""
+    # A sentence too short to quote by itself ends the thought before it: a terse journal's "Easy 5 km, running the
+    # whole way. Calf fine." is quoted whole, not without its answer.
+    joined: list[str] = []
+    for piece in sentence_pieces(text):
+        if joined and len(WORD.findall(piece)) < MIN_QUOTE_WORDS:
+            joined[-1] = f"{joined[-1]} {piece}"
+        else:
+            joined.append(piece)
+    return joined
+
+
+def sentence_pieces(text: str) -> list[str]:
+    """`text` cut into its sentences, stripped: at . ! or ? followed by space, but not before a lowercase letter, nor
+    after "e.g."."""
     pieces: list[str] = []
     start = 0
     for match in _SENTENCE_BREAK.finditer(text):
@@ -203,15 +217,7 @@ def sentences(text: str) -> list[str]:
         pieces.append(text[start : match.end()])
         start = match.end()
     pieces.append(text[start:])
-    # A sentence too short to quote by itself ends the thought before it: a terse journal's "Easy 5 km, running the
-    # whole way. Calf fine." is quoted whole, not without its answer.
-    joined: list[str] = []
-    for piece in (piece.strip() for piece in pieces if piece.strip()):
-        if joined and len(WORD.findall(piece)) < MIN_QUOTE_WORDS:
-            joined[-1] = f"{joined[-1]} {piece}"
-        else:
-            joined.append(piece)
-    return joined
+    return [piece.strip() for piece in pieces if piece.strip()]
 
 
 def _cells(row: str) -> str:
