@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from secondbrain.llm import ChatMessage, ChatRequest, SourcePassage, TextDelta, Usage, extractive
 from secondbrain.llm.extractive import PREAMBLE, ExtractiveProvider, best_sentences, is_about_the_vault
+from secondbrain.llm.quote_units import sentences
 from secondbrain.llm.quote_words import content_words, identifiers
 
 PASSAGES = [
@@ -469,6 +470,14 @@ def test_a_sentence_too_short_to_quote_alone_is_quoted_with_the_one_before() -> 
         "Easy 5 km, running the whole way. Calf fine.",
     )
     assert chosen("status of my calf?", [log]) == ["Easy 5 km, running the whole way. Calf fine."]
+
+
+def test_a_short_opening_sentence_is_quoted_with_the_one_after() -> None:
+    """Found on the fifth blind time dev set: "Sintra day." heads the day's note, and a quote without it loses what
+    the day was."""
+    assert sentences("Sintra day. Pena Palace at 10:00 as booked.") == ["Sintra day. Pena Palace at 10:00 as booked."]
+    assert sentences("Home.") == ["Home."], "alone, it is still the note's sentence"
+    assert sentences("Home. Tired. Long day at the airport.") == ["Home. Tired. Long day at the airport."]
 
 
 def test_contractions_typed_without_apostrophes_are_function_words() -> None:

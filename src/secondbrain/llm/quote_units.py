@@ -193,14 +193,19 @@ def sentences(text: str) -> list[str]:
     """`text` (one paragraph, lines joined) cut into sentences as `sentence_pieces` cuts it, but not before a
     sentence of fewer than MIN_QUOTE_WORDS words."""
     # A sentence too short to quote by itself ends the thought before it: a terse journal's "Easy 5 km, running the
-    # whole way. Calf fine." is quoted whole, not without its answer.
+    # whole way. Calf fine." is quoted whole, not without its answer. With no thought before it, it opens the one
+    # after it: "Sintra day. Pena Palace at 10:00 as booked." is quoted with its opening.
     joined: list[str] = []
+    opening = ""
     for piece in sentence_pieces(text):
-        if joined and len(WORD.findall(piece)) < MIN_QUOTE_WORDS:
+        if len(WORD.findall(piece)) >= MIN_QUOTE_WORDS:
+            joined.append(f"{opening} {piece}".strip())
+            opening = ""
+        elif joined:
             joined[-1] = f"{joined[-1]} {piece}"
         else:
-            joined.append(piece)
-    return joined
+            opening = f"{opening} {piece}".strip()
+    return [*joined, opening] if opening else joined
 
 
 def sentence_pieces(text: str) -> list[str]:
