@@ -1,6 +1,7 @@
 """Chunking a note: heading-aware, block-packed, with overlap, sized for the embedder's window.
 
-Why this shape: a chunk is embedded and shown to the model on its own, so it carries its place in the note
+The note's blocks and the headings over them are `note_blocks`'; this module packs them. Why this shape: a chunk is
+embedded and shown to the model on its own, so it carries its place in the note
 (`Title > Heading > Subheading`) in its `content`, never mixes two sections, and never cuts a code fence or a table
 in half. Blocks (paragraphs, list items, quotes, fences, tables) are packed greedily; a block too big for a chunk is
 split at sentences, then lines, then words, then (only for a "word" longer than a chunk) characters. A fence or
@@ -24,12 +25,11 @@ import itertools
 import re
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-
-from markdown_it import MarkdownIt
+from dataclasses import dataclass
 
 from secondbrain import block_windows
 from secondbrain.ingest.note import ParsedNote
+from secondbrain.ingest.note_blocks import ATOMIC_KINDS, LIST_KINDS, Block, NoteBlocks, Section
 
 # The version of what ingest makes of a note's text, its chunks and what is stored with them: raise it whenever the
 # same note would be stored differently, and the next sync reads every note again (keeping the vectors of unchanged
@@ -45,11 +45,6 @@ _SPECIAL_TOKENS_ROOM = 16
 # Below this there is no room for a heading prefix and text together.
 MIN_MAX_TOKENS = 16
 
-# Only the block structure is needed: skipping inline parsing makes markdown-it several times faster, and with
-# reference definitions off, `[id]: url` lines stay ordinary paragraphs instead of vanishing from the tokens.
-_MARKDOWN = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join", "reference"])
-_ATOMIC_KINDS = frozenset({"fence", "table"})
-_LIST_KINDS = frozenset({"bullet_list", "ordered_list"})
 # The end of a sentence: terminal punctuation, optional closing quotes or brackets or emphasis, then whitespace.
 # CJK full stops need no space after them.
 _CLOSERS = "\"'\u201d\u2019\u00bb)\\]*_"
@@ -115,21 +110,6 @@ def chunk_note(note: ParsedNote, budget: ChunkBudget, count_tokens: Callable[[st
     return _Chunker(note, budget, count_tokens).run()
 
 
-@dataclass
-class _Node:
-    """A block from markdown-it: its kind, body line range [start, end) and nested blocks."""
-
-    kind: str
-    start: int
-    end: int
-    children: list[_Node] = field(default_factory=list)
-    heading_level: int = 0
-    heading_text: str = ""
-
-    def contains_code(self) -> bool:
-        return self.kind in _ATOMIC_KINDS or any(child.contains_code() for child in self.children)
-
-
 @dataclass(frozen=True)
 class _Unit:
     """The smallest piece the packer moves: a body character span with its counted tokens.
@@ -145,12 +125,6 @@ class _Unit:
     has_code: bool = False
 
 
-@dataclass
-class _Section:
-    path: tuple[str, ...]
-    blocks: list[_Node]
-
-
 class _Chunker:
     """One note's chunking run; holds the body, its line offsets and a cache of counted spans."""
 
@@ -158,70 +132,17 @@ class _Chunker:
         self.note = note
         self.budget = budget
         self.count = count_tokens
+        self.blocks = NoteBlocks(note.body, note.title)
         self.body = note.body
-        self.lines = note.body.split("\n")
+        self.lines = self.blocks.lines
         self.line_starts = _line_starts(self.lines)
         self.span_tokens: dict[tuple[int, int], int] = {}
 
     def run(self) -> list[Chunk]:
         chunks: list[Chunk] = []
-        for section in self.sections():
+        for section in self.blocks.sections():
             chunks.extend(self.chunk_section(section, first_index=len(chunks)))
         return chunks
-
-    # --- structure -------------------------------------------------------------------------------------------
-
-    def sections(self) -> Iterator[_Section]:
-        """Top-level blocks grouped under the headings in force; lines markdown-it dropped become text blocks."""
-        roots = _block_tree(self.body, len(self.lines))
-        stack: list[tuple[int, str]] = []
-        section_start = 0
-        blocks: list[_Node] = []
-        for node in roots:
-            if node.kind != "heading":
-                blocks.append(node)
-                continue
-            yield _Section(self.heading_path(stack), self.fill_gaps(blocks, section_start, node.start))
-            while stack and stack[-1][0] >= node.heading_level:
-                stack.pop()
-            stack.append((node.heading_level, node.heading_text))
-            section_start, blocks = node.end, []
-        yield _Section(self.heading_path(stack), self.fill_gaps(blocks, section_start, len(self.lines)))
-
-    def heading_path(self, stack: list[tuple[int, str]]) -> tuple[str, ...]:
-        """Heading texts outermost first; an H1 that repeats the title is left out, it is already in the prefix."""
-        title = " ".join(self.note.title.split()).casefold()
-        return tuple(text for level, text in stack if text and not (level == 1 and text.casefold() == title))
-
-    def fill_gaps(self, nodes: list[_Node], start: int, end: int) -> list[_Node]:
-        """`nodes` in line order, plus a text block for each run of non-blank lines in [start, end) they miss.
-
-        markdown-it drops nothing in ordinary notes, but past its nesting limit (lists 20 deep) it skips content,
-        and no text may be lost; overlapping ranges, if any, are clipped.
-        """
-        result: list[_Node] = []
-        cursor = start
-        for node in sorted(nodes, key=lambda item: item.start):
-            node_start = max(node.start, cursor)
-            if node_start >= min(node.end, end):
-                continue
-            result.extend(self.text_runs(cursor, node_start))
-            result.append(node if node_start == node.start else _Node("paragraph", node_start, node.end))
-            cursor = max(cursor, node.end)
-        result.extend(self.text_runs(cursor, end))
-        return result
-
-    def text_runs(self, start: int, end: int) -> Iterator[_Node]:
-        """Each run of consecutive non-blank lines in [start, end) as a paragraph."""
-        run_start = None
-        for index in range(start, min(end, len(self.lines))):
-            if self.lines[index].strip():
-                run_start = index if run_start is None else run_start
-            elif run_start is not None:
-                yield _Node("paragraph", run_start, index)
-                run_start = None
-        if run_start is not None:
-            yield _Node("paragraph", run_start, min(end, len(self.lines)))
 
     # --- units -----------------------------------------------------------------------------------------------
 
@@ -245,7 +166,7 @@ class _Chunker:
             last -= 1
         return first, last
 
-    def units(self, node: _Node, avail: int) -> list[_Unit]:
+    def units(self, node: Block, avail: int) -> list[_Unit]:
         """Pieces of one block that each fit `avail`: the whole block if it fits, else its parts.
 
         Only leaves are counted; a container's size is the sum of its parts, so a list nested twenty deep is
@@ -255,10 +176,10 @@ class _Chunker:
         if span is None:
             return []
         start, end = span
-        if node.kind in _ATOMIC_KINDS:
+        if node.kind in ATOMIC_KINDS:
             return [_Unit(start, end, self.tokens_of(start, end), atomic=True, has_code=True)]
         if node.children:
-            parts = self.fill_gaps(node.children, node.start, node.end)
+            parts = self.blocks.fill_gaps(node.children, node.start, node.end)
             units = [unit for part in parts for unit in self.units(part, avail)]
             tokens = self.estimate(units)
             if len(units) > 1 and tokens <= avail:
@@ -270,12 +191,12 @@ class _Chunker:
                 return [_Unit(start, end, tokens)]
         return self.split_span(start, end, avail)
 
-    def section_units(self, blocks: list[_Node], avail: int) -> list[_Unit]:
+    def section_units(self, blocks: list[Block], avail: int) -> list[_Unit]:
         """A top-level list contributes its items as separate blocks, so a long list packs and splits by item."""
         units: list[_Unit] = []
         for block in blocks:
-            if block.kind in _LIST_KINDS and block.children:
-                for item in self.fill_gaps(block.children, block.start, block.end):
+            if block.kind in LIST_KINDS and block.children:
+                for item in self.blocks.fill_gaps(block.children, block.start, block.end):
                     units.extend(self.units(item, avail))
             else:
                 units.extend(self.units(block, avail))
@@ -371,7 +292,7 @@ class _Chunker:
 
     # --- packing ---------------------------------------------------------------------------------------------
 
-    def chunk_section(self, section: _Section, first_index: int) -> list[Chunk]:
+    def chunk_section(self, section: Section, first_index: int) -> list[Chunk]:
         """Pack one section's units greedily; a fence or table too big for any chunk gets one of its own."""
         if not section.blocks:
             return []
@@ -626,40 +547,6 @@ def _line_starts(lines: list[str]) -> list[int]:
     for line in lines[:-1]:
         starts.append(starts[-1] + len(line) + 1)
     return starts
-
-
-def _block_tree(body: str, line_count: int) -> list[_Node]:
-    """The top-level blocks of `body` with their nested blocks, from markdown-it's token stream.
-
-    A parser failure must not lose a note, so it yields no blocks and every line becomes plain text instead.
-    """
-    # markdown-it treats a lone '\r' as a line break; a space keeps its line numbers equal to ours.
-    source = body.replace("\r", " ") if "\r" in body else body
-    try:
-        tokens = _MARKDOWN.parse(source)
-    except Exception:  # A third-party parser on arbitrary text; losing structure beats losing the note.
-        return []
-    root = _Node("root", 0, line_count)
-    stack = [root]
-    for token in tokens:
-        if token.nesting == -1:
-            if len(stack) > 1:
-                stack.pop()
-            continue
-        if token.type == "inline":
-            if stack[-1].kind == "heading":
-                stack[-1].heading_text = " ".join(token.content.split())
-            continue
-        kind = token.type.removesuffix("_open")
-        start, end = token.map if token.map else (0, 0)
-        node = _Node(kind, min(start, line_count), min(end, line_count))
-        if kind == "heading":
-            node.heading_level = int(token.tag[1:]) if token.tag[1:].isdigit() else 1
-        if token.map:
-            stack[-1].children.append(node)
-        if token.nesting == 1:
-            stack.append(node)
-    return root.children
 
 
 # A heading longer than this is not a heading a citation can show; it is cut, ending in '…'.
