@@ -98,6 +98,12 @@ _LAST_DONE = re.compile(
     r"bought|sent|put|set|cut|heard|spoken|written|worn)\b",
     re.IGNORECASE,
 )
+# "When was Rui last round?", "when were we last at the cottage?": "last" after the subject of a when-question in the
+# past, not "the last train" (a last thing) nor "last week" (a time).
+_WHEN_LAST = re.compile(
+    rf"\bwhen\s+(?:was|were)\b[^?]*?(?<!\bthe\s)(?<!\bmy\s)(?<!\bour\s)\blast\b(?!\s+{_TIME_AFTER_LAST})",
+    re.IGNORECASE,
+)
 _LAST_DID = re.compile(r"\b((?:did|have|has)\s+(?:i|we|you|he|she|they))\s+last\b", re.IGNORECASE)
 # A calendar word's possessive ("Saturday's long run", "last week's meeting") is the day or week itself. (Not
 # "today's": "today's date" in a how-to names no day.)
@@ -138,6 +144,7 @@ def read_time(question: str, now: datetime) -> TimeIntent:
         _LATEST.search(question)
         or _LAST_DID.search(question)
         or _LAST_DONE.search(question)
+        or _WHEN_LAST.search(question)
         or last_thing
         or _HOW_IT_STANDS.search(question)
         or _CURRENT.search(question)

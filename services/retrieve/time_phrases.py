@@ -30,6 +30,11 @@ _VAGUE = [
     (re.compile(r"\byesterdays\b", re.IGNORECASE), "yesterday"),
     # Not "before yesterday", an open end: the one day two days back.
     (re.compile(r"\b(?:the\s+)?day before yesterday\b", re.IGNORECASE), "2 days ago"),
+    # "this yr", "2 wks ago": a year or week typed short, after a word that makes it a time.
+    (
+        re.compile(r"\b(this|last|next|past|previous|a|one|\d+)\s+(yr|wk)(s?)\b", re.IGNORECASE),
+        lambda short: f"{short[1]} {'year' if short[2].lower() == 'yr' else 'week'}{short[3]}",
+    ),
 ]
 # "a couple of weeks back", "a few days ago": a spread of days, not one (a couple: about two; a few: about three).
 _VAGUE_AGO = re.compile(

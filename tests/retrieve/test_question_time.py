@@ -289,6 +289,18 @@ def test_news_of_ones_own_affairs_and_the_last_of_a_thing_are_latest(question: s
     assert intent.latest and intent.range is None and intent.query == query
 
 
+def test_when_was_it_last_and_a_year_typed_short() -> None:
+    """Found on the sixth blind dev set."""
+    for question in ("when was rui last round and what did he fix", "when were we last at the cottage?"):
+        assert read_time(question, NOW).latest, question
+    assert not read_time("when was I there last week?", NOW).latest, "a time, not the latest"
+    year = read_time("which bed do the beans go in this yr", NOW)
+    assert year.range is not None and (year.range.start, year.range.end) == (date(2026, 1, 1), NOW.date())
+    assert year.query == "which bed do the beans go"
+    weeks = read_time("what did i do 2 wks ago", NOW)
+    assert weeks.range is not None and weeks.query == "what did i do"
+
+
 @pytest.mark.parametrize(
     ("question", "query"),
     [
