@@ -65,6 +65,8 @@ TEST_RUNS = [
     ("0.823 / 0.863", "run 12 without the soft edge (with a wrongly dated event it found that day's neighbours: "
      "taken back on run 12's evidence, so the test set is seen for it), and an event's range that holds no note "
      "gives way to every note searched with the event's words"),
+    ("0.830 / 0.863; cites 0.85 -> 0.87, hint 0.70 -> 0.74", "from the sixth dev set: 'when was Rui last round?' "
+     "asks for the latest, 'this yr' is a year; answers: a short opening sentence is quoted with the one after it"),
 ]  # fmt: skip
 
 
