@@ -1,8 +1,9 @@
 """Retrieval quality on vaults' own questions: the demo vault (demo/vault/.secondbrain/eval.jsonl), Obsidian Help
 (../shared/data/vaults/obsidian-help, with tests/data/obsidian-help-eval.jsonl) and Rust by Example
-(../shared/data/vaults/rust-by-example, with tests/data/rust-by-example-eval.jsonl), and the blind sets of the two real
+(../shared/data/vaults/rust-by-example, with tests/data/rust-by-example-eval.jsonl), the blind sets of the two real
 vaults (tests/data/*-blind.jsonl: written from the notes alone and frozen before any comparison, the test sets that
-no variant is chosen on), per arm and kind, beside the peer pipelines of bench/peers.py scored by the same code,
+no variant is chosen on) and their blind follow-up sets (tests/data/*-followups-dev.jsonl, written the same way, to
+choose on), per arm and kind, beside the peer pipelines of bench/peers.py scored by the same code,
 written to docs/benchmarks.md. Each lead comes with a paired bootstrap 95% interval over the questions. Local default
 embedder; no LLM, no reranker. Uses its own data directory per vault."""
 
@@ -39,6 +40,18 @@ VAULTS = [
         "rust-by-example",
         SHARED_VAULTS / "rust-by-example",
         QUESTIONS / "rust-by-example-blind.jsonl",
+    ),
+    (
+        "Obsidian Help, follow-ups (blind, dev)",
+        "obsidian-help",
+        SHARED_VAULTS / "obsidian-help",
+        QUESTIONS / "obsidian-help-followups-dev.jsonl",
+    ),
+    (
+        "Rust by Example, follow-ups (blind, dev)",
+        "rust-by-example",
+        SHARED_VAULTS / "rust-by-example",
+        QUESTIONS / "rust-by-example-followups-dev.jsonl",
     ),
 ]
 DATA_DIR = Path.home() / ".cache" / "secondbrain-bench"
@@ -96,7 +109,9 @@ async def main() -> None:
         "earlier user turns prepended. Leads are nDCG@10 differences with a paired bootstrap 95% interval over the "
         "questions (10,000 resamples), in bold where the interval excludes zero. The blind sets were written from the "
         "notes alone by helpers who saw no code and no output, and committed before anything ran on them: no variant "
-        "was chosen on them.",
+        "was chosen on them. The follow-up sets (30 conversations each, one or two earlier exchanges with the "
+        "assistant's turns as an assistant would write them) were written the same way, blind, but are for choosing: "
+        "how the earlier turns join a follow-up's query is compared on them.",
         "",
     ]
     for name, data, vault, questions in VAULTS:
