@@ -227,20 +227,23 @@ class Retriever:
 
         condenser = self.make_condenser(options.answer_provider, options.answer_model)
 
-        async def plan(text: str) -> tuple[Condensed, list[PlannedQuery], list[np.ndarray] | None, str, str]:
-            """The queries to search for `text` (condensed with the history), and their vectors."""
+        async def plan(
+            text: str, again: str = ""
+        ) -> tuple[Condensed, list[PlannedQuery], list[np.ndarray] | None, str, str]:
+            """The queries to search for `text` (condensed with the history), and their vectors; `again` names the
+            timing stages of a second plan apart from the first's."""
             nonlocal since
             condensed = await condenser.condense(
                 text, history, condense=options.condense, alternates=options.alternates
             )
             queries = condensed.queries or [PlannedQuery(text, "original")]
-            since = clock.lap("condense", since)
+            since = clock.lap("condense" + again, since)
             vectors: list[np.ndarray] | None = None
             skipped = "the request asked for the lexical arm only" if options.mode == "lexical" else ""
             model = ""
             if options.mode != "lexical":
                 vectors, skipped, model = await self.query_vectors([q.text for q in queries])
-                since = clock.lap("embed", since)
+                since = clock.lap("embed" + again, since)
             if vectors is None and options.mode == "vector":
                 raise InvalidInput(f"the vector arm cannot run ({skipped}); ask for hybrid or lexical retrieval")
             return condensed, queries, vectors, skipped, model
@@ -265,7 +268,7 @@ class Retriever:
                 # A range the notes' events made is searched as asked, the events' words included ("the day after
                 # Sintra": the Sintra day's note tells of it too); a range of words ("last week") leaves them out.
                 if timed.found_events and asked != text:
-                    condensed, queries, vectors, skipped, model = await plan(asked)
+                    condensed, queries, vectors, skipped, model = await plan(asked, again=" (as asked)")
                 fused, searched = await search(filters), filters
                 said_time = f"{timed.describe()}: no note dated then matches, so every note was searched"
             else:

@@ -78,7 +78,8 @@ _HOW_IT_STANDS = re.compile(
 # now?" asks what to do), "still" only in a question whether a state holds ("do I still need a backup?" asks what is
 # needed, not what changed).
 _CURRENT = re.compile(
-    r"\b(?:(?<!\bwhat\s)now(?=\s*(?:[?.!,;]|$))|right now|currently|at the moment|at present|these days|nowadays)\b",
+    r"\b(?:(?<!\bwhat\s)(?<!\bwhat\s\s)(?:(?:until|till|by|up to)\s+)?now(?=\s*(?:[?.!,;]|$))|right now|currently|"
+    r"at the moment|at present|these days|nowadays)\b",
     re.IGNORECASE,
 )
 _STILL = re.compile(r"^\s*(?:is|are|am)\s+(?:i|we|they|it|the|my|our)\b[^?]*\bstill\b", re.IGNORECASE)
@@ -101,7 +102,7 @@ _LAST_DONE = re.compile(
 # "When was Rui last round?", "when were we last at the cottage?": "last" after the subject of a when-question in the
 # past, not "the last train" (a last thing) nor "last week" (a time).
 _WHEN_LAST = re.compile(
-    rf"\bwhen\s+(?:was|were)\b[^?]*?(?<!\bthe\s)(?<!\bmy\s)(?<!\bour\s)\blast\b(?!\s+{_TIME_AFTER_LAST})",
+    rf"\bwhen\s+(?:was|were)\b[^?]{{0,200}}?(?<!\bthe\s)(?<!\bmy\s)(?<!\bour\s)\blast\b(?!\s+{_TIME_AFTER_LAST})",
     re.IGNORECASE,
 )
 _LAST_DID = re.compile(r"\b((?:did|have|has)\s+(?:i|we|you|he|she|they))\s+last\b", re.IGNORECASE)
@@ -139,6 +140,7 @@ class TimeIntent:
 def read_time(question: str, now: datetime) -> TimeIntent:
     """The time `question` names, relative to `now` (aware; its own time zone decides what "today" is)."""
     today = now.date()
+    question = time_phrases.short_forms(question)
     last_thing = _last_thing(question)
     latest = (
         _LATEST.search(question)

@@ -44,7 +44,9 @@ _SPAN_OF_EVENT = re.compile(
 _ANY_VERB = re.compile(r"\b(?:is|are|am|be|do|does|can|could|should|would|will|shall|must|how)\b", re.IGNORECASE)
 _THING = re.compile(r"^(?:(?i:the|my|our)\b|[A-Z][\w-]*'s\b)")
 _EVENTS_BETWEEN = re.compile(r"\b(?:in\s+)?between\s+(?P<first>.+?)\s+and\s+(?P<second>[^?.!,;]+)", re.IGNORECASE)
-_EVENT_START = re.compile(r"^(?:(?i:the|my|our|a|an|we|i|he|she|they)\b|[A-Z][\w-]*\b|\w+'s\b|\w+ing\b)", re.UNICODE)
+_EVENT_START = re.compile(
+    r"^(?:(?i:the|my|our|a|an|we|i|he|she|they)\b|[A-Z\u00c0-\u00de][\w-]*\b|\w+'s\b|\w+ing\b)", re.UNICODE
+)
 _PRONOUN = re.compile(r"\b(?:it|them)\b", re.IGNORECASE)
 # A question about what happened: a past auxiliary, or a subject and a verb in -ed ("we booked"), not a how-to's
 # "embed" or "need".
@@ -60,14 +62,13 @@ _TOLD = re.compile(
 # A phrase ending on a preposition is no event but the rest of a question: "what's the minus after the type for?".
 _UNFINISHED = re.compile(r"\b(?:for|to|of|with|about|in|on|at|from|by)\s*$", re.IGNORECASE)
 # Which end of a span an event is: coming back, or setting off.
-_RETURN = re.compile(r"\b(?:back|home|return(?:ed|ing)?)\b", re.IGNORECASE)
+_RETURN = re.compile(
+    r"\b(?:back|return(?:ed|ing)?|(?:got|get|came|come|flew|drove|arrived|arriving)\s+home)\b", re.IGNORECASE
+)
 _SETTING_OFF = re.compile(
     r"\b(?:fl(?:ew|y|ying)|went|go(?:ing)?|left|leav(?:e|ing)|set(?:ting)? off|arriv(?:ed|ing)|start(?:ed|ing)?)\b",
     re.IGNORECASE,
 )
-# One word is an event when it is a name: "the day after Sintra", "since Lisbon" (a place for the time spent there).
-# Not a word of no name ("after lunch"), nor "I".
-_NAME = re.compile(r"(?!I\b)[A-Z][a-z][\w-]*")
 _NOT_EVENT_START = re.compile(r"^(?i:it|that|this|then|now|lunch|dinner|breakfast|bed|work|dark|noon)\b")
 
 
@@ -154,11 +155,17 @@ def find_event(question: str) -> TimeEvent | None:
 
 def _names_event(what: str) -> bool:
     return (
-        (len(what.split()) >= 2 or bool(_NAME.fullmatch(what)))
+        (len(what.split()) >= 2 or _is_name(what))
         and bool(_EVENT_START.match(what))
         and not _NOT_EVENT_START.match(what)
         and not _UNFINISHED.search(what)
     )
+
+
+def _is_name(word: str) -> bool:
+    """One word is an event when it is a name: "the day after Sintra", "since Évora" (a place for the time spent
+    there). Not a word of no name ("after lunch"), nor "I"."""
+    return len(word) > 1 and word[0].isupper() and all(part.isalnum() for part in word.split("-"))
 
 
 def event_day(what: str, passage: str, written: date) -> date:
@@ -167,7 +174,7 @@ def event_day(what: str, passage: str, written: date) -> date:
     written in March, is of 8 November), else `written` (a journal tells of its own day)."""
     wanted = key_set(what)
     # A passage's sentences, each line apart (a list item, a heading): where a day named beside an event is its day.
-    sentences = [sentence for line in passage.splitlines() for sentence in sentence_pieces(line)]
+    sentences = [sentence for line in passage.splitlines() for sentence in sentence_pieces(line, lowercase_starts=True)]
     shares = [(len(wanted & key_set(sentence)), sentence) for sentence in sentences]
     most = max((shared for shared, _ in shares), default=0)
     # Of the sentences that say as much of the event, one that names its day says when ("Last hard intervals before

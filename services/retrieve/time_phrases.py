@@ -30,11 +30,6 @@ _VAGUE = [
     (re.compile(r"\byesterdays\b", re.IGNORECASE), "yesterday"),
     # Not "before yesterday", an open end: the one day two days back.
     (re.compile(r"\b(?:the\s+)?day before yesterday\b", re.IGNORECASE), "2 days ago"),
-    # "this yr", "2 wks ago": a year or week typed short, after a word that makes it a time.
-    (
-        re.compile(r"\b(this|last|next|past|previous|a|one|\d+)\s+(yr|wk)(s?)\b", re.IGNORECASE),
-        lambda short: f"{short[1]} {'year' if short[2].lower() == 'yr' else 'week'}{short[3]}",
-    ),
 ]
 # "a couple of weeks back", "a few days ago": a spread of days, not one (a couple: about two; a few: about three).
 _VAGUE_AGO = re.compile(
@@ -66,6 +61,19 @@ _WEEKDAYS_AGO = re.compile(
 # The thirds of a month: early, mid, late.
 _PARTS = {"early": (1, 10), "start of": (1, 10), "beginning of": (1, 10), "mid": (10, 20), "middle of": (10, 20),
           "late": (20, 31), "end of": (20, 31)}  # fmt: skip
+
+
+# "this yr", "2 wks ago", "a few wks back": a year or week typed short, after a word that makes it a time.
+_SHORT_FORM = re.compile(
+    r"\b(this|last|next|past|previous|a|one|few|couple(?:\s+of)?|several|\d+)\s+(yr|wk)(s?)\b", re.IGNORECASE
+)
+
+
+def short_forms(question: str) -> str:
+    """`question` with a year or week typed short ("this yr", "2 wks") written out, before anything reads it."""
+    return _SHORT_FORM.sub(
+        lambda short: f"{short[1]} {'year' if short[2].lower() == 'yr' else 'week'}{short[3]}", question
+    )
 
 
 def normalised(question: str) -> str:

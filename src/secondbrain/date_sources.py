@@ -4,6 +4,7 @@ and how dates are written out."""
 from __future__ import annotations
 
 import calendar
+import contextlib
 import re
 from datetime import date, timedelta
 
@@ -48,8 +49,9 @@ _NUMBER_WORDS = {word: n for n, word in enumerate(_UNITS, 1)} | _TENS | {
 }  # fmt: skip
 _COUNT = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _COUNTDOWN = re.compile(
-    rf"\b(?P<count>\d{{1,3}}|a|(?i:{_COUNT}))\s+(?P<unit>(?i:days?|weeks?))\s+"
-    r"(?:(?i:to go)\b|(?i:to|until|till)\s+(?:(?i:the|my|our)\b|[A-Z]))"
+    r"(?<![\d.,])(?<!\btook\s)(?<!\btakes\s)(?<!\bspent\s)"
+    rf"\b(?P<count>\d{{1,3}}|(?i:a|{_COUNT}))\s+(?P<unit>(?i:days?|weeks?))\s+"
+    r"(?:(?i:to go)\b|(?i:to|until|till)\s+(?!(?i:the\s+day)\b)(?:(?i:the|my|our)\b|[A-Z]))"
 )
 # A day named without its year is the first such day no more than this long before the note that names it: a note
 # says when something is to be ("the race is on 8 November", written in March), or tells of recent weeks.
@@ -109,7 +111,8 @@ def days_named(text: str, written: date) -> set[date]:
     for match in _COUNTDOWN.finditer(text):
         count = match["count"].lower()
         number = int(count) if count.isdigit() else 1 if count == "a" else _NUMBER_WORDS[count]
-        named.append(written + timedelta(days=number * (7 if match["unit"].lower().startswith("week") else 1)))
+        with contextlib.suppress(OverflowError):  # a note dated at the end of the calendar
+            named.append(written + timedelta(days=number * (7 if match["unit"].lower().startswith("week") else 1)))
     return {day for day in named if day is not None}
 
 

@@ -135,10 +135,18 @@ WRITTEN = date(2026, 3, 28)
         ("It took 5 days to heal", set()),
         ("finished in ten days", set()),
         ("three days before the race", set()),
+        ("A week to go!", {date(2026, 4, 4)}),
+        ("1.5 weeks to go", set()),
+        ("The drive took two days to Porto.", set()),
+        ("We met a week to the day after the race.", set()),
     ],
 )  # fmt: skip
 def test_days_named_in_prose(text: str, days: set[date]) -> None:
     assert days_named(text, WRITTEN) == days
+
+
+def test_a_countdown_at_the_end_of_the_calendar_names_no_day() -> None:
+    assert days_named("30 days to go", date(9999, 12, 20)) == set()
 
 
 @given(st.text(max_size=80))

@@ -104,6 +104,10 @@ def test_an_event_is_of_the_day_its_passage_names_for_it_else_of_the_passage() -
     assert event_day("we got back from Lisbon", booked, january) == date(2026, 5, 21), "a return ends the span"
     assert event_day("we flew to Lisbon", booked, january) == date(2026, 5, 14), "a setting off starts it"
     assert event_day("the Lisbon flat", booked, january) == january, "neither: the passage's own day"
+    leaving = "Left home for the Lisbon flat, 14 to 21 May."
+    assert event_day("we left home", leaving, january) == date(2026, 5, 14), "leaving home sets off"
+    terse = "Porto half done. booked flights for 14 May."
+    assert event_day("the porto half", terse, january) == january, "a lowercase start is a sentence of its own here"
 
 
 def test_a_name_is_an_event() -> None:
@@ -112,6 +116,8 @@ def test_a_name_is_an_event() -> None:
     assert intent.event is not None and (intent.event.what, intent.event.next_days) == ("Sintra", 1)
     assert intent.query == "where did we go?"
     assert read_time("After lunch what did we eat?", NOW).event is None, "a word of no name is no event"
+    evora = read_time("where did we eat the day after Évora?", NOW).event
+    assert evora is not None and evora.what == "Évora"
 
 
 def test_the_days_of_events_make_a_range() -> None:
@@ -299,6 +305,14 @@ def test_when_was_it_last_and_a_year_typed_short() -> None:
     assert year.query == "which bed do the beans go"
     weeks = read_time("what did i do 2 wks ago", NOW)
     assert weeks.range is not None and weeks.query == "what did i do"
+    # Found in review: the short forms are written out before anything reads the question.
+    short = read_time("when were we at the cottage last wk?", NOW)
+    assert not short.latest and short.range is not None and short.range.start == date(2026, 11, 23)
+    assert read_time("what did I do 2 wks back", NOW).range is not None
+    assert read_time("a few wks ago what did I bake", NOW).range is not None
+    until = read_time("What have I spent on the kitchen until now?", NOW)
+    assert until.latest and until.query == "What have I spent on the kitchen?"
+    assert not read_time("what  now?", NOW).latest
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,7 @@ _TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
 _LINK_DEFINITION = re.compile(r"^\s{0,3}\[[^\]]+\]:\s+\S+")
 
 # A sentence ends at . ! or ? (and any closing quote, bracket or emphasis) followed by space; see `sentences`.
-_SENTENCE_BREAK = re.compile(r"[.!?]+[\"'\u201d\u2019)\]*_]*\s+")
+_SENTENCE_BREAK = re.compile(r"[.!?]++[\"'\u201d\u2019)\]*_]*\s+")
 _ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "cf", "dr", "mr", "mrs", "ms", "st", "approx", "ca", "fig"})
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
 # A question: a "?" that ends the text or a clause, outside inline code (`{:?}` and the `?` operator ask nothing).
@@ -208,16 +208,18 @@ def sentences(text: str) -> list[str]:
     return [*joined, opening] if opening else joined
 
 
-def sentence_pieces(text: str) -> list[str]:
-    """`text` cut into its sentences, stripped: at . ! or ? followed by space, but not before a lowercase letter, nor
-    after "e.g."."""
+def sentence_pieces(text: str, lowercase_starts: bool = False) -> list[str]:
+    """`text` cut into its sentences, stripped: at . ! or ? followed by space, but not after "e.g.", nor (unless
+    `lowercase_starts`, for terse notes typed without capitals) before a lowercase letter."""
     pieces: list[str] = []
     start = 0
     for match in _SENTENCE_BREAK.finditer(text):
         following = text[match.end() : match.end() + 1]
         # The word before the stop; abbreviations are short, so a few characters are enough to read it.
         last = re.search(r"([\w.]+?)\.*$", text[max(start, match.start() - 12) : match.start() + 1])
-        if following.islower() or (last is not None and last.group(1).lower().rstrip(".") in _ABBREVIATIONS):
+        if (following.islower() and not lowercase_starts) or (
+            last is not None and last.group(1).lower().rstrip(".") in _ABBREVIATIONS
+        ):
             continue
         pieces.append(text[start : match.end()])
         start = match.end()
