@@ -15,14 +15,13 @@ from typing import TypeAlias
 
 from dateutil.easter import easter
 
-from secondbrain.date_sources import MONTH_NAMES, MONTHS
+from secondbrain.date_sources import MONTH_NAMES, MONTHS, number_value
 
 Days: TypeAlias = tuple[date, date, str]
 """A range's first and last day, both inclusive, and the question's words that named it."""
 
 _MONTH = f"(?P<month>{MONTH_NAMES})" + r"\.?"
 _WEEKDAY_NUMBERS = {name.lower(): number for number, name in enumerate(calendar.day_name)}
-_NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "2": 2, "3": 3, "4": 4, "5": 5}
 
 # "3 weeks back" is "3 weeks ago" to dateparser; "yesterdays race" is yesterday's.
 _VAGUE = [
@@ -168,7 +167,7 @@ def _weekdays_ago(question: str, today: date) -> Days | None:
         return None
     weekday = _WEEKDAY_NUMBERS[match["weekday"].lower()]
     latest = today - timedelta(days=(today.weekday() - weekday) % 7 or 7)  # the last one before today
-    day = latest - timedelta(weeks=_NUMBERS[match["count"].lower()] - 1)
+    day = latest - timedelta(weeks=number_value(match["count"]) - 1)
     return (day, day, match.group(0))
 
 

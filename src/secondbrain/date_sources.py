@@ -74,6 +74,11 @@ def span_text(start: date | None, end: date | None) -> str:
     return start.isoformat() if start == end else f"{start.isoformat()}..{end.isoformat()}"
 
 
+def number_value(count: str) -> int:
+    """A count as a person writes it, in digits or words ("18", "eighteen", "twenty-one"), as a number."""
+    return int(count) if count.isdigit() else _NUMBER_WORDS[count.lower()]
+
+
 def day_words(day: date, year: bool = True) -> str:
     """A day as a person reads it, in the plan and in an answer: "3 February 2026" ("3 February" without the year)."""
     return f"{day.day} {calendar.month_name[day.month]}" + (f" {day.year}" if year else "")
@@ -95,9 +100,8 @@ def heading_date(heading: str) -> date | None:
 
 def days_named(text: str, written: date) -> set[date]:
     """The days `text` names in prose ("8 November", "November 8th, 2026", "2026-11-08", "eighteen days to Porto"); a
-    day without its year is
-    the first such day on or after a month before `written`, the day of the note that names it. A month is a month
-    only when capitalised, as prose writes it: "you may 2" names no day."""
+    day without its year is the first such day on or after a month before `written`, the day of the note that names
+    it. A month is a month only when capitalised, as prose writes it: "you may 2" names no day."""
     named: list[date | None] = []
     for match in _PROSE_DAY_MONTH.finditer(text):  # "8 November", or both ends of "14 to 21 May"
         if match[3][0].isupper():
@@ -110,7 +114,7 @@ def days_named(text: str, written: date) -> set[date]:
         named.append(_day_in_year(match[1], int(match[2]), int(match[3]), written))
     for match in _COUNTDOWN.finditer(text):
         count = match["count"].lower()
-        number = int(count) if count.isdigit() else 1 if count == "a" else _NUMBER_WORDS[count]
+        number = 1 if count == "a" else number_value(count)
         with contextlib.suppress(OverflowError):  # a note dated at the end of the calendar
             named.append(written + timedelta(days=number * (7 if match["unit"].lower().startswith("week") else 1)))
     return {day for day in named if day is not None}
