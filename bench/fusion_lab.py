@@ -1,7 +1,8 @@
 """The fusion lab: every question's candidates dumped once with both arms' evidence, then fusion variants scored
 offline, so that many variants can be compared in seconds without re-running SQL (issue 31).
 
-    python -m bench.fusion_lab dump SET...     # demo, obsidian, rust, scifact-train|test, obsidian-blind, rust-blind
+    python -m bench.fusion_lab dump SET...     # demo, obsidian, rust, scifact-train|test, obsidian-blind, rust-blind,
+                                               # obsidian-followups, rust-followups
     python -m bench.fusion_lab score SET...    # every variant in VARIANTS on each dumped SET
     python -m bench.fusion_lab transfer        # issue 31's kept changes, own sets and blind sets side by side
 
@@ -53,6 +54,8 @@ _SHORT_NAMES = {
     "Obsidian Help, blind": "obsidian-blind",
     "Rust by Example": "rust",
     "Rust by Example, blind": "rust-blind",
+    "Obsidian Help, follow-ups (blind, dev)": "obsidian-followups",
+    "Rust by Example, follow-ups (blind, dev)": "rust-followups",
 }
 SETS: dict[str, tuple[str, Path, Path]] = {
     _SHORT_NAMES[name]: (data, vault, questions) for name, data, vault, questions in VAULTS
