@@ -402,23 +402,27 @@ async def test_search_by_dates_and_each_note_shows_its_day(gateway: Gateway, pag
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     gateway.chat.write("Journal/2026-01-20.md", "# 20 January 2026\n\nChose the quartz worktop.\n")
     gateway.chat.write("Journal/2026-03-02.md", "# 2 March 2026\n\nThe worktop was fitted.\n")
+    gateway.chat.write("Kitchen/Worktop quotes.md", "---\ndate: 2026-01-22\n---\n# Worktop quotes\n\nQuartz 1,900.\n")
     await gateway.chat.ingest()
     hits = page.get_by_test_id("hit")
     await page.get_by_label("Search", exact=True).fill("worktop")
     await page.get_by_label("Dated from").fill("2026-01-01")
     await page.get_by_label("Dated to").fill("2026-01-31")
     await page.get_by_role("button", name="Search").click()
-    await expect(hits).to_have_count(1)
-    await expect(hits.first).to_contain_text("Journal/2026-01-20.md")
-    chip = hits.first.locator(".date-chip")
+    await expect(hits).to_have_count(2)
+    daily = hits.filter(has_text="Journal/2026-01-20.md")
+    quotes = hits.filter(has_text="Kitchen/Worktop quotes.md")
+    # The daily note's path already says its day: no chip repeats it. The note its front matter dates has one.
+    await expect(daily.locator(".date-chip")).to_have_count(0)
+    chip = quotes.locator(".date-chip")
     await expect(chip).to_contain_text("2026")
-    await expect(chip).to_have_attribute("title", "Dated by its file name")
+    await expect(chip).to_have_attribute("title", "Dated by its front matter date")
     await page.screenshot(path=SCREENSHOTS / "search-dated.png")
-    # Without the range, both days are found.
+    # Without the range, every day is found.
     await page.get_by_label("Dated to").fill("")
     await page.get_by_label("Dated from").fill("")
     await page.get_by_role("button", name="Search").click()
-    await expect(hits).to_have_count(2)
+    await expect(hits).to_have_count(3)
     # On a 390 px screen the day fields fit beside the search, nothing wider than the screen.
     await page.set_viewport_size({"width": 390, "height": 844})
     for label in ("Dated from", "Dated to"):
@@ -448,6 +452,9 @@ async def test_last_week_in_a_question_is_the_browsers_last_week(gateway: Gatewa
     passage = page.get_by_role("dialog", name="Passage 1")
     await expect(passage).to_contain_text("Journal/2026-11-25.md")
     await expect(passage).to_contain_text("oak worktop")
+    # One line is "line 3"; the day is said by the path and the heading, not a third time by a chip.
+    await expect(passage.locator(".lines")).to_have_text("line 3")
+    await expect(passage.locator(".date-chip")).to_have_count(0)
     await page.screenshot(path=SCREENSHOTS / "chat-last-week.png")
 
 

@@ -7,7 +7,7 @@ import type { AgentRun } from "../gen/secondbrain/chat/v1/chat_service_pb";
 import type { Passage, RetrievalPlan, RetrievalResult } from "../gen/secondbrain/v1/retrieval_pb";
 import { QueryKind } from "../gen/secondbrain/v1/retrieval_pb";
 import { Markdown, citedNumbers } from "../Markdown";
-import { dateWords } from "../dates";
+import { DateChip } from "../DateChip";
 
 // Clicks on these open a passage, so they do not count as a click outside the open one.
 const OPENS_PASSAGE = "data-opens-passage";
@@ -68,13 +68,15 @@ export function PassageView({
       <div className="heading-path">{[passage.noteTitle, ...passage.headingPath].join(" › ")}</div>
       <div className="passage-meta muted small">
         <span className="lines">
-          lines {passage.startLine}–{passage.endLine}
+          {passage.startLine === passage.endLine
+            ? `line ${passage.startLine}`
+            : `lines ${passage.startLine}–${passage.endLine}`}
         </span>
-        {passage.date && passage.dateSource !== "modification time" ? (
-          <span className="date-chip" title={`Dated by its ${passage.dateSource}`}>
-            {dateWords(passage.date)}
-          </span>
-        ) : null}
+        <DateChip
+          date={passage.date}
+          source={passage.dateSource}
+          shownIn={[passage.notePath, passage.noteTitle, ...passage.headingPath]}
+        />
         {vaultName ? (
           <a className="obsidian" href={obsidianUrl(vaultName, passage.notePath)}>
             Open in Obsidian

@@ -1,7 +1,7 @@
 // Note-level search with folder and tag filters; each hit's snippet shows the matched words highlighted.
 import { lazy, Suspense, useState } from "react";
 import { describeError, retrieve } from "../api";
-import { dateWords } from "../dates";
+import { DateChip } from "../DateChip";
 import { type NoteHit, SearchMode } from "../gen/secondbrain/retrieve/v1/retrieve_service_pb";
 
 // The arms in the CLI's words; the proto keeps names of its own (SEARCH_MODES in services/retrieve/servicer.py).
@@ -123,11 +123,7 @@ export function SearchPage() {
               <li key={hit.path} data-testid="hit">
                 <div className="hit-title">
                   <strong>{hit.title}</strong> <span className="note-path">{hit.path}</span>
-                  {hit.date && hit.dateSource !== "modification time" ? (
-                    <span className="date-chip" title={`Dated by its ${hit.dateSource}`}>
-                      {dateWords(hit.date)}
-                    </span>
-                  ) : null}
+                  <DateChip date={hit.date} source={hit.dateSource} shownIn={[hit.path, hit.title, ...hit.headingPath]} />
                   {hits.some((other) => other.containsQuery) && !hit.containsQuery ? (
                     <span className="related-chip" title="Listed for its meaning: it does not contain the words">
                       related
