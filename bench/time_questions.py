@@ -72,7 +72,8 @@ TEST_RUNS = [
 ]  # fmt: skip
 # The second test set's runs, in the same form.
 TEST_2_RUNS = [
-    ("0.898 / 0.928 (dates ignored 0.673 / 0.806); answers cite 0.93, hint 0.83", "the variant of the first test set's run 14, unchanged"),
+    ("0.898 / 0.928 (dates ignored 0.673 / 0.806); answers cite 0.93, hint 0.83",
+     "the variant of the first test set's run 14, unchanged"),
 ]  # fmt: skip
 TESTS = ("test", "test 2")
 
