@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from secondbrain.config import Settings
 from secondbrain.errors import ConfigError
+from secondbrain.gateway.local_requests import FOREIGN_HOST_REFUSAL, LOOPBACK_NAMES
 from secondbrain.service.tracing import otlp_headers, otlp_traces_endpoint
 
 TEMPLATE = "envoy.yaml.template"
@@ -24,6 +25,9 @@ TEMPLATE = "envoy.yaml.template"
 STREAM_IDLE_TIMEOUT_SECONDS = 300
 # Unary calls (settings, conversations, search, status) answer in well under this.
 UNARY_TIMEOUT_SECONDS = 60
+# A client connection with no request in flight is closed after this (Envoy's default, an hour, let a probe hold ten
+# thousand silent connections, every one Envoy would take, and lock everyone else out).
+CONNECTION_IDLE_TIMEOUT_SECONDS = 60
 # Envoy's admin API, locally: a Unix socket in its working directory that only its user can open (0600).
 ADMIN_SOCKET = "admin.sock"
 ADMIN_SOCKET_MODE = 0o600
@@ -59,6 +63,10 @@ class GatewayLayout:
     shim: Upstream
     cors_origins: tuple[str, ...] = field(default_factory=tuple)
     trusted_proxy_hops: int = 0
+    # With no API token the servers listen on loopback only, and Envoy answers only requests addressed to this
+    # machine by a loopback name: a web page elsewhere could otherwise reach it by rebinding its own name to
+    # 127.0.0.1 (DNS rebinding), and read the notes through grpc-web as a page of that name.
+    loopback_names_only: bool = False
     # OTLP/HTTP traces endpoint (a whole URL): Envoy reports a span per request there, as the services do.
     trace_endpoint: str | None = None
 
@@ -76,6 +84,7 @@ def local_layout(settings: Settings, *, listen_port: int | None = None) -> Gatew
         cors_origins=tuple(settings.cors_origins),
         trusted_proxy_hops=settings.trusted_proxy_hops,
         trace_endpoint=otlp_traces_endpoint(),
+        loopback_names_only=not settings.token,
     )
 
 
@@ -199,6 +208,25 @@ def _tracing(endpoint: str | None) -> dict[str, str]:
     }
 
 
+def _hosts(loopback_names_only: bool) -> dict[str, str]:
+    """The names the listener answers (`domains`) and, when only loopback names are, a virtual host after it that
+    refuses every other name in words (`foreign_hosts`; blank otherwise)."""
+    if not loopback_names_only:
+        return {"domains": json.dumps(["*"]), "foreign_hosts": ""}
+    refusal = {
+        "name": "not-this-machine",
+        "domains": ["*"],
+        "routes": [
+            {
+                "match": {"prefix": "/"},
+                "direct_response": {"status": 403, "body": {"inline_string": FOREIGN_HOST_REFUSAL + "\n"}},
+            }
+        ],
+    }
+    # Envoy tries exact and suffix names before the catch-all, whatever the order the hosts are listed in.
+    return {"domains": json.dumps(list(LOOPBACK_NAMES)), "foreign_hosts": f"- {json.dumps(refusal)}"}
+
+
 def render(layout: GatewayLayout) -> str:
     """The Envoy YAML for `layout`. Values go in as JSON scalars, which YAML reads as they are."""
     template = Template(resources.files(__package__).joinpath(TEMPLATE).read_text(encoding="utf-8"))
@@ -210,7 +238,9 @@ def render(layout: GatewayLayout) -> str:
         "unary_timeout": f"{UNARY_TIMEOUT_SECONDS}s",
         "cors_origins": json.dumps([{"exact": origin} for origin in layout.cors_origins]),
         "trusted_proxy_hops": layout.trusted_proxy_hops,
+        "connection_idle_timeout": f"{CONNECTION_IDLE_TIMEOUT_SECONDS}s",
         **_tracing(layout.trace_endpoint),
+        **_hosts(layout.loopback_names_only),
     }
     for name in ("ingest", "retrieve", "chat", "shim"):
         upstream: Upstream = getattr(layout, name)

@@ -15,7 +15,6 @@ import contextlib
 import logging
 import os
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from secondbrain.errors import InvalidInput
 from secondbrain.gateway.backends import Backends
 from secondbrain.gateway.endpoints import ENDPOINTS, MCP_PATH, OPENAI_PREFIX, Endpoint
 from secondbrain.gateway.http_errors import HttpError, error_response, from_rpc_error, not_found
+from secondbrain.gateway.local_requests import LocalRequestsOnly
 from secondbrain.gateway.mcp_door import McpDoor
 from secondbrain.gateway.middleware import ClientAddress, SecurityHeaders, TokenGuard
 from secondbrain.gateway.openai_compat import OpenAICompat
@@ -41,7 +41,7 @@ from secondbrain.gateway.proto_json import to_json
 from secondbrain.gateway.request_message import BODY_TIMEOUT_SECONDS, REQUEST_TIMEOUT, request_message
 from secondbrain.gateway.sse import event_stream
 from secondbrain.service.client_address import LOOPBACK, Network, networks
-from secondbrain.service.observe import HTTP_DURATION, HTTP_REQUESTS
+from secondbrain.service.observe import HTTP_DURATION, HTTP_REQUESTS, usable_request_id
 from secondbrain.service.tracing import server_span
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ def _handler(endpoint: Endpoint, backends: Backends, body_timeout: float) -> Cal
         return response
 
     async def handle(request: Request) -> Response:
-        request_id = request.headers.get(REQUEST_ID) or uuid.uuid4().hex
+        request_id = usable_request_id(request.headers.get(REQUEST_ID))
         headers = {REQUEST_ID: request_id}
         # (The client it is served for and the trace context go on through the channel's own interceptor: chat's
         # span becomes the shim's child.)
@@ -204,4 +204,6 @@ def create_app(
         return not_found(path)
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: not_routed, 405: not_routed})
-    return SecurityHeaders(ClientAddress(TokenGuard(app, token), proxies, trusted_hops))
+    # With a token, the token decides; without one, requests from this machine's own pages only (local_requests).
+    guarded = TokenGuard(app if token else LocalRequestsOnly(app), token)
+    return SecurityHeaders(ClientAddress(guarded, proxies, trusted_hops))

@@ -89,6 +89,15 @@ def test_listening_beyond_loopback_needs_a_token(monkeypatch: pytest.MonkeyPatch
     assert "a-long-random-secret" not in repr(settings), "the token never shows in a repr or a log"
 
 
+def test_a_token_other_machines_may_guess_at_must_not_be_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SECONDBRAIN_HOST", "0.0.0.0")
+    monkeypatch.setenv("SECONDBRAIN_API_TOKEN", "a")
+    with pytest.raises(ConfigError, match="at least 16 characters"):
+        load_settings()
+    monkeypatch.setenv("SECONDBRAIN_HOST", "127.0.0.1")
+    assert load_settings().token == "a", "on loopback only this machine's users can try it"
+
+
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
 def test_loopback_needs_no_token(monkeypatch: pytest.MonkeyPatch, host: str) -> None:
     monkeypatch.setenv("SECONDBRAIN_HOST", host)
@@ -128,6 +137,41 @@ def test_bad_vault_config_names_the_key(tmp_path: Path, content: dict, named: st
         load_vault_config(tmp_path)
     assert named in str(raised.value)
     assert "secondbrain.json" in str(raised.value)
+
+
+_PROVIDER = {"protocol": "openai", "base_url": "http://127.0.0.1:9999/v1", "models": [{"id": "m"}]}
+
+
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        ({"retrieve": {"reranker": {"provider": "custom", "api_key_env": "SECONDBRAIN_API_TOKEN"}}}, "api_key_env"),
+        ({"retrieve": {"reranker": {"api_key_env": "DATABASE_URL"}}}, "api_key_env"),
+        ({"chat": {"providers": {"leak": {**_PROVIDER, "api_key_env": "SECONDBRAIN_API_TOKEN"}}}}, "api_key_env"),
+        ({"chat": {"providers": {"leak": {**_PROVIDER, "api_key_env": "AWS_SECRET_ACCESS_KEY"}}}}, "api_key_env"),
+        ({"chat": {"providers": {"leak": {**_PROVIDER, "base_url_env": "DATABASE_URL"}}}}, "base_url_env"),
+    ],
+)
+def test_a_vault_may_name_no_secret_but_a_key_for_a_provider(tmp_path: Path, content: dict, named: str) -> None:
+    """Found by a probe: a vault's settings named SECONDBRAIN_API_TOKEN as a provider's key, with a URL of their
+    own, and ingest sent the token there with the notes."""
+    (tmp_path / "secondbrain.json").write_text(json.dumps(content))
+    with pytest.raises(ConfigError) as raised:
+        load_vault_config(tmp_path)
+    assert named in str(raised.value)
+    assert "cannot" in str(raised.value), "the message says why"
+
+
+def test_a_vault_may_name_its_own_key_and_url_variables(tmp_path: Path) -> None:
+    provider = {**_PROVIDER, "api_key_env": "MY_PROXY_API_KEY", "base_url_env": "MY_PROXY_BASE_URL"}
+    content = {
+        "chat": {"providers": {"proxy": provider}},
+        "retrieve": {"reranker": {"provider": "custom", "api_key_env": "MY_RERANK_API_KEY"}},
+    }
+    (tmp_path / "secondbrain.json").write_text(json.dumps(content))
+    loaded = load_vault_config(tmp_path)
+    assert loaded.retrieve.reranker.api_key_env == "MY_RERANK_API_KEY"
+    assert loaded.chat.providers["proxy"].api_key_env == "MY_PROXY_API_KEY"
 
 
 def test_vault_config_that_is_not_json_says_where(tmp_path: Path) -> None:

@@ -151,7 +151,7 @@ class _Walk:
         except (OSError, RuntimeError):
             return [], []
         if not real.is_relative_to(self.root):
-            return [], [Skipped(folder, f"symlink to outside the vault ({real}); not followed")]
+            return [], [Skipped(folder, "symlink to outside the vault; not followed")]
         if not real.is_dir():
             return [], []
         for entry in self.entries(folder, directory):
@@ -227,7 +227,7 @@ class _Walk:
                 self.skipped.append(Skipped(relative, "broken symlink (its target does not exist or loops)", True))
             return []
         if not target.is_relative_to(self.root):
-            self.skipped.append(Skipped(relative, f"symlink to outside the vault ({target}); not followed", True))
+            self.skipped.append(Skipped(relative, "symlink to outside the vault; not followed", True))
             return []
         is_dir = stat.S_ISDIR(info.st_mode)
         if target != self.root and self.excluded(target.relative_to(self.root).as_posix(), is_dir):

@@ -70,6 +70,10 @@ def _day(name: str, value: str) -> date | None:
         raise InvalidInput(f"{name} {value[:40]!r} is not a day: write it as YYYY-MM-DD, like 2026-01-20") from None
 
 
+# The years an asker's moment may be in.
+NOW_YEARS = (1900, 2999)
+
+
 def parse_now(text: str) -> datetime | None:
     """The asker's moment as a client sent it (ISO 8601 with its UTC offset), None when none was sent."""
     if not text.strip():
@@ -83,4 +87,9 @@ def parse_now(text: str) -> datetime | None:
         ) from None
     if now.tzinfo is None:
         raise InvalidInput(f"now {text[:40]!r} has no UTC offset: add one, like +00:00, so its day is the asker's")
+    if not NOW_YEARS[0] <= now.year <= NOW_YEARS[1]:
+        # Days are counted from it ("last week", a range's margin), and the calendar ends at 9999.
+        raise InvalidInput(
+            f"now {text[:40]!r} is not in the years {NOW_YEARS[0]} to {NOW_YEARS[1]}: send the asker's own moment"
+        )
     return now

@@ -53,10 +53,15 @@ def scope(question: str, now: datetime, filters: Filters) -> TimeScope | None:
     date filter already decides."""
     if filters.date_from or filters.date_to:
         return None
-    intent = read_time(question, now)
-    if intent.range is None and not intent.latest and intent.event is None:
+    try:
+        intent = read_time(question, now)
+        if intent.range is None and not intent.latest and intent.event is None:
+            return None
+        return _applied(intent, now, filters)
+    except OverflowError:
+        # A day at the calendar's edge ("before 1 January 0001", a margin past 9999): no range can be made of it,
+        # so the question is searched as asked (found by a probe: it was an INTERNAL error on every door).
         return None
-    return _applied(intent, now, filters)
 
 
 def at_events(
@@ -67,12 +72,16 @@ def at_events(
     neighbours where an empty range falls back to every note). None when no event was found (and nothing else was
     asked of time): the question is then searched as asked, its words about the event included."""
     event = time.intent.event
-    asked = event.range_from(*days, now.date()) if event is not None else None
-    intent = replace(time.intent, range=asked, event=None)
-    if event is None or asked is None:
-        return _applied(intent, now, filters) if intent.latest else None
+    try:
+        asked = event.range_from(*days, now.date()) if event is not None else None
+        intent = replace(time.intent, range=asked, event=None)
+        if event is None or asked is None:
+            return _applied(intent, now, filters) if intent.latest else None
+        applied = _applied(intent, now, filters, margin=False)
+    except OverflowError:  # as in `scope`: an event dated at the calendar's edge makes no range
+        return None
     found = [f"{what}, {day_words(day)}" for what, day in zip((event.what, event.second), days, strict=True) if day]
-    return replace(_applied(intent, now, filters, margin=False), found_events="; ".join(found))
+    return replace(applied, found_events="; ".join(found))
 
 
 def _applied(intent: TimeIntent, now: datetime, filters: Filters, margin: bool = True) -> TimeScope:

@@ -37,6 +37,8 @@ ENV_PREFIX = "SECONDBRAIN_"
 # Default ports: a gRPC port per service, then the REST shim and Envoy (the one address a browser needs).
 # A server given port 0 binds any free port.
 DEFAULT_PORTS = {"ingest": 50051, "retrieve": 50052, "chat": 50053, "shim": 8081, "gateway": 8080}
+# The shortest API token accepted when other machines can reach the servers.
+MIN_OPEN_TOKEN_CHARS = 16
 
 
 def default_data_dir() -> Path:
@@ -199,10 +201,19 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _open_only_with_a_token(self) -> Settings:
-        if self.api_token is None and not is_loopback(self.host):
+        if is_loopback(self.host):
+            return self
+        if self.api_token is None:
             raise ValueError(
                 f"binding {self.host} lets other machines in, so it needs a token: set SECONDBRAIN_API_TOKEN, or "
                 "leave SECONDBRAIN_HOST at 127.0.0.1"
+            )
+        if len(self.api_token.get_secret_value()) < MIN_OPEN_TOKEN_CHARS:
+            # Other machines may guess, and nothing slows a guesser down (found by a probe: a token "a" was taken).
+            raise ValueError(
+                f"binding {self.host} lets other machines try tokens, so SECONDBRAIN_API_TOKEN needs at least "
+                f"{MIN_OPEN_TOKEN_CHARS} characters: `python -c 'import secrets; print(secrets.token_urlsafe(32))'` "
+                "makes a good one"
             )
         return self
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from secondbrain.errors import ConfigError, SecondbrainError, describe_problems
 from secondbrain.llm.presets import ProviderOverride
+from secondbrain.providers.env_names import KeyVariable
 from secondbrain.retrieve.fusion import VECTOR_WEIGHT, FusionKind
 from secondbrain.vault_files import read_inside
 
@@ -77,7 +78,9 @@ class RerankSection(_Section):
     provider: Literal["together", "cohere", "jina", "custom"] = "together"
     model: str | None = Field(default=None, description="None takes the provider's default reranker.")
     base_url: str | None = Field(default=None, description="Replaces the provider's URL (required for custom).")
-    api_key_env: str | None = Field(default=None, description="Replaces the provider's key variable.")
+    api_key_env: KeyVariable = Field(
+        default=None, description="Replaces the provider's key variable (a name ending in _API_KEY)."
+    )
     candidates: int = Field(default=30, ge=2, le=200, description="Fused candidates sent to the reranker.")
     timeout_seconds: float = Field(default=10.0, gt=0, le=120)
 

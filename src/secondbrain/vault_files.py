@@ -39,7 +39,7 @@ def read_inside(vault: Path, relative: str, max_bytes: int | None = None) -> byt
     root = Path(os.path.realpath(vault))
     real = Path(os.path.realpath(root / relative))
     if not real.is_relative_to(root):
-        raise OutsideVault(f"{relative} is a symlink to outside the vault ({real}); not followed")
+        raise OutsideVault(f"{relative} is a symlink to outside the vault; not followed")
     inside = PurePosixPath(real.relative_to(root).as_posix())
     if _hidden(inside) and not _hidden(PurePosixPath(relative)):
         raise OutsideVault(f"{relative} is a symlink into the hidden folder {inside.parent}; not followed")

@@ -73,6 +73,7 @@ class Gateway:
                 shim=Upstream("127.0.0.1", self.shim.port),
                 cors_origins=(ALLOWED_ORIGIN,),
                 trace_endpoint=trace_endpoint,
+                loopback_names_only=not config.settings.token,
             )
             self.envoy = await Envoy.start(layout, self.workdir)
 

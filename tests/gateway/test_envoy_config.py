@@ -44,7 +44,7 @@ def _route_for(config: dict[str, Any], path: str, method: str = "POST") -> dict[
     "layout",
     [
         local_layout(Settings(cors_origins=["http://localhost:5173"])),
-        kubernetes_layout(Settings(api_token="t", host="0.0.0.0")),
+        kubernetes_layout(Settings(api_token="a-token-of-sixteen-chars", host="0.0.0.0")),
     ],
     ids=["local", "kubernetes"],
 )
@@ -108,7 +108,7 @@ def test_filters_are_grpc_web_cors_router_and_clusters_speak_http2_to_services()
 
 def test_one_template_renders_local_ports_and_kubernetes_service_names() -> None:
     local = yaml.safe_load(render(local_layout(Settings(chat_port=6003))))
-    kube = yaml.safe_load(render(kubernetes_layout(Settings(api_token="t", host="0.0.0.0"))))
+    kube = yaml.safe_load(render(kubernetes_layout(Settings(api_token="a-token-of-sixteen-chars", host="0.0.0.0"))))
 
     def endpoints(config: dict[str, Any]) -> dict[str, tuple[str, int]]:
         found = {}

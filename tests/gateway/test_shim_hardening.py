@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -27,7 +28,7 @@ NOWHERE = {"ingest": "127.0.0.1:9", "retrieve": "127.0.0.1:9", "chat": "127.0.0.
 # A body the shim waits for: the head of a POST whose declared body never fully arrives.
 def partial_post(path: str = "/api/chat/conversations") -> bytes:
     return (
-        f"POST {path} HTTP/1.1\r\nhost: shim\r\ncontent-type: application/json\r\n"
+        f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
         "accept: application/json, text/event-stream\r\ncontent-length: 64\r\n\r\n{"
     ).encode()
 
@@ -268,7 +269,7 @@ async def test_a_source_map_is_not_served_by_any_spelling_of_its_path(
     # it opens a file, so each of these opens the map. Sent as written, on a socket: an HTTP client would tidy them.
     reader, writer = await asyncio.open_connection("127.0.0.1", shim.port)
     try:
-        writer.write(f"{method} {target} HTTP/1.1\r\nhost: shim\r\nconnection: close\r\n\r\n".encode())
+        writer.write(f"{method} {target} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n".encode())
         await writer.drain()
         async with asyncio.timeout(10):
             head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
@@ -280,3 +281,18 @@ async def test_a_source_map_is_not_served_by_any_spelling_of_its_path(
     assert b"secret.tsx" not in body and b'"version":3' not in body
     if method == "GET":
         assert json.loads(body)["error"]["code"] == "NOT_FOUND"
+
+
+@pytest.mark.parametrize("sent", [b"\xff", b"caf\xc3\xa9", b"a\x7fb", b"x" * 200])
+async def test_a_request_id_that_cannot_be_one_is_replaced_not_a_500(client: httpx2.AsyncClient, sent: bytes) -> None:
+    # Found by a probe: a byte 0xff in x-request-id went into gRPC metadata as it was and raised there (a 500 and a
+    # traceback). Now the shim gives the request an id of its own; the call itself fails as it would anyway (no
+    # service listens behind this shim).
+    response = await client.get("/api/search", params={"query": "kitchen"}, headers={"x-request-id": sent})
+    assert response.status_code == 503, response.text
+    assert re.fullmatch(r"[0-9a-f]{32}", response.headers["x-request-id"])
+
+
+async def test_a_usable_request_id_is_kept(client: httpx2.AsyncClient) -> None:
+    response = await client.get("/api/search", params={"query": "kitchen"}, headers={"x-request-id": "abc-123"})
+    assert response.headers["x-request-id"] == "abc-123"

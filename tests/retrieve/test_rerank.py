@@ -198,8 +198,10 @@ async def test_provider_defaults(provider: Any, variable: str, url: str, model: 
 
 
 async def test_overrides_of_url_key_variable_and_model(server: RerankServer) -> None:
-    custom = section(server, provider="cohere", base_url=server.root_url + "/v1/", api_key_env="MY_RERANK_KEY")
-    reranker = create_reranker(custom.model_copy(update={"model": "rerank-english-v3.0"}), {"MY_RERANK_KEY": SECRET})
+    custom = section(server, provider="cohere", base_url=server.root_url + "/v1/", api_key_env="MY_RERANK_API_KEY")
+    reranker = create_reranker(
+        custom.model_copy(update={"model": "rerank-english-v3.0"}), {"MY_RERANK_API_KEY": SECRET}
+    )
     assert reranker.model == "rerank-english-v3.0"
     await reranker.rerank(QUERY, DOCUMENTS, top_n=1)
     assert server.requests[-1].path == "/v1/rerank"  # a base URL ending in /v1 is not doubled
@@ -207,12 +209,12 @@ async def test_overrides_of_url_key_variable_and_model(server: RerankServer) -> 
     await reranker.aclose()
 
     # A request's model wins over the section's.
-    chosen = create_reranker(custom, {"MY_RERANK_KEY": SECRET}, model="rerank-v3.5-lite")
+    chosen = create_reranker(custom, {"MY_RERANK_API_KEY": SECRET}, model="rerank-v3.5-lite")
     await chosen.rerank(QUERY, DOCUMENTS, top_n=1)
     assert server.requests[-1].json["model"] == "rerank-v3.5-lite"
     await chosen.aclose()
 
-    with pytest.raises(FailedPrecondition, match="set MY_RERANK_KEY"):
+    with pytest.raises(FailedPrecondition, match="set MY_RERANK_API_KEY"):
         create_reranker(custom, {"COHERE_API_KEY": SECRET})
 
 

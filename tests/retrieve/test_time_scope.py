@@ -70,3 +70,12 @@ def test_an_events_range_has_no_margin() -> None:
     assert (found.intent.range.start, found.intent.range.end) == (date(2026, 5, 20), date(2026, 5, 20))
     assert (found.filters.date_from, found.filters.date_to) == (date(2026, 5, 20), date(2026, 5, 20))
     assert found.describe() == "Notes dated 20 May 2026 (Sintra, 19 May 2026)"
+
+
+def test_a_day_at_the_calendars_edge_makes_no_range_and_the_question_is_searched_as_asked() -> None:
+    # Found by a probe: a range's margin ran past 1 January 0001 or 31 December 9999 and raised OverflowError, an
+    # INTERNAL error on every door.
+    now = datetime(2026, 12, 3, 12, tzinfo=UTC)
+    for question in ("what did I write before 1 January 0001?", "notes between 1 Jan 9999 and 31 Dec 9999"):
+        assert scope(question, now, Filters()) is None
+    assert scope("what did I write since 3 February?", now, Filters()) is not None

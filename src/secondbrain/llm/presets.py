@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from secondbrain.errors import ConfigError, describe_problems
 from secondbrain.providers import Endpoint, endpoints
+from secondbrain.providers.env_names import KeyVariable, UrlVariable
 
 Protocol = Literal["anthropic", "openai", "extractive"]
 
@@ -64,8 +65,9 @@ class ProviderOverride(_Strict):
     display_name: str | None = None
     protocol: Protocol | None = None
     base_url: str | None = None
-    base_url_env: str | None = None
-    api_key_env: str | None = None
+    # Variables a vault may name only as what they are (`providers.env_names`): never another secret of this machine.
+    base_url_env: UrlVariable = None
+    api_key_env: KeyVariable = None
     requires_env: list[str] | None = None
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None
     default_model: str | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -80,12 +81,22 @@ def _code_of(context: grpc.aio.ServicerContext, error: BaseException | None) -> 
     return "CANCELLED" if isinstance(error, BaseException) and not isinstance(error, Exception) else "UNKNOWN"
 
 
+# A caller's request id is kept when it is printable ASCII of a sane length (it goes into gRPC metadata and onto every
+# log line); anything else (found by a probe: a byte 0xff sent to the shim raised in gRPC) gets an id of our own.
+_USABLE_REQUEST_ID = re.compile(r"[!-~]{1,128}")
+
+
+def usable_request_id(value: str | None) -> str:
+    """`value` when it can be a request id, else a new one."""
+    return value if value is not None and _USABLE_REQUEST_ID.fullmatch(value) else uuid.uuid4().hex
+
+
 class _Call:
     """One call being observed: its request id set for the call's task, its outcome counted once at the end."""
 
     def __init__(self, method: str, metadata: dict[str, str]) -> None:
         self.method = method
-        self.id = metadata.get(REQUEST_ID_HEADER) or uuid.uuid4().hex
+        self.id = usable_request_id(metadata.get(REQUEST_ID_HEADER))
         self.started = time.perf_counter()
         self._token = request_id.set(self.id)
         RPC_IN_FLIGHT.labels(method).inc()
