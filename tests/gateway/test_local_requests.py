@@ -134,7 +134,11 @@ def test_the_local_gateway_serves_loopback_names_only_without_a_token() -> None:
     assert local_layout(Settings()).loopback_names_only
     assert not local_layout(Settings(api_token=TOKEN)).loopback_names_only
     hosts = yaml.safe_load(render(local_layout(Settings())))["static_resources"]["listeners"][0]["filter_chains"][0]
-    route_config = hosts["filters"][0]["typed_config"]["route_config"]
+    manager = hosts["filters"][0]["typed_config"]
+    # A silent client connection is closed within a minute (Envoy's default, an hour, let a probe hold every slot).
+    assert manager["common_http_protocol_options"]["idle_timeout"] == "60s"
+    assert manager["strip_any_host_port"] is True
+    route_config = manager["route_config"]
     assert [host["domains"] for host in route_config["virtual_hosts"]] == [list(LOOPBACK_NAMES), ["*"]]
     opened = yaml.safe_load(render(local_layout(Settings(api_token=TOKEN))))["static_resources"]["listeners"][0]
     assert [h["domains"] for h in opened["filter_chains"][0]["filters"][0]["typed_config"]["route_config"][
