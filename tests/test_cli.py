@@ -298,3 +298,5 @@ async def test_ask_and_retrieve_read_last_week_from_the_moment_given(
     assert [p["note_path"] for p in retrieved["passages"]] == ["Journal/2026-11-10.md"]
     code, _, stderr = await run_secondbrain("ask", question, "--now", "last tuesday", env=env)
     assert code == 2 and "is not a moment with its UTC" in stderr, stderr
+    code, _, stderr = await run_secondbrain("ask", question, "--now", "9999-12-31T23:59:59+00:00", env=env)
+    assert code == 2 and "years 1900 to 2999" in stderr, stderr

@@ -11,6 +11,7 @@ import pytest
 
 from secondbrain.config import default_data_dir, load_config, load_settings
 from secondbrain.errors import ConfigError
+from secondbrain.llm.presets import ProviderOverride, apply_overrides, load_presets
 from secondbrain.retrieve.pipeline import Retriever
 from secondbrain.vault_config import load_vault_config
 
@@ -105,12 +106,23 @@ def test_loopback_needs_no_token(monkeypatch: pytest.MonkeyPatch, host: str) -> 
 
 
 def test_cors_origins_are_a_comma_separated_list_of_origins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SECONDBRAIN_API_TOKEN", "a-long-random-secret")
     monkeypatch.setenv("SECONDBRAIN_CORS_ORIGINS", "http://localhost:5173, https://notes.example/")
     assert load_settings().cors_origins == ["http://localhost:5173", "https://notes.example"]
     monkeypatch.setenv("SECONDBRAIN_CORS_ORIGINS", "notes.example")
     with pytest.raises(ConfigError) as raised:
         load_settings()
     assert "SECONDBRAIN_CORS_ORIGINS" in str(raised.value) and "scheme://host" in str(raised.value)
+
+
+def test_with_no_token_only_this_machines_pages_may_be_cors_origins(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The gateway with no token answers loopback origins only; an origin elsewhere would be let through Envoy's CORS
+    # and refused by the shim: said at start instead.
+    monkeypatch.setenv("SECONDBRAIN_CORS_ORIGINS", "http://localhost:5173, https://notes.example")
+    with pytest.raises(ConfigError, match=r"https://notes\.example: a page of another origin"):
+        load_settings()
+    monkeypatch.setenv("SECONDBRAIN_CORS_ORIGINS", "http://localhost:5173, http://127.0.0.1:3000")
+    assert len(load_settings().cors_origins) == 2
 
 
 def test_vault_without_config_file_gets_defaults(tmp_path: Path) -> None:
@@ -163,15 +175,29 @@ def test_a_vault_may_name_no_secret_but_a_key_for_a_provider(tmp_path: Path, con
 
 
 def test_a_vault_may_name_its_own_key_and_url_variables(tmp_path: Path) -> None:
-    provider = {**_PROVIDER, "api_key_env": "MY_PROXY_API_KEY", "base_url_env": "MY_PROXY_BASE_URL"}
+    provider = {**_PROVIDER, "api_key_env": "SECONDBRAIN_PROXY_API_KEY", "base_url_env": "MY_PROXY_BASE_URL"}
     content = {
-        "chat": {"providers": {"proxy": provider}},
-        "retrieve": {"reranker": {"provider": "custom", "api_key_env": "MY_RERANK_API_KEY"}},
+        "chat": {"providers": {"proxy": provider, "openai": {"api_key_env": "MY_OPENAI_API_KEY"}}},
+        "retrieve": {"reranker": {"provider": "custom", "api_key_env": "SECONDBRAIN_RERANK_API_KEY"}},
     }
     (tmp_path / "secondbrain.json").write_text(json.dumps(content))
     loaded = load_vault_config(tmp_path)
-    assert loaded.retrieve.reranker.api_key_env == "MY_RERANK_API_KEY"
-    assert loaded.chat.providers["proxy"].api_key_env == "MY_PROXY_API_KEY"
+    assert loaded.retrieve.reranker.api_key_env == "SECONDBRAIN_RERANK_API_KEY"
+    assert loaded.chat.providers["proxy"].api_key_env == "SECONDBRAIN_PROXY_API_KEY"
+    assert loaded.chat.providers["openai"].api_key_env == "MY_OPENAI_API_KEY", "a key for the provider's own URL"
+
+
+def test_a_provider_the_vault_moves_is_not_sent_the_providers_own_key(tmp_path: Path) -> None:
+    """Found by a review: `chat.providers.openai.base_url` alone sent OPENAI_API_KEY to the vault writer's server."""
+    moved = {
+        "chat": {"providers": {"openai": {"base_url": "https://evil.example/v1", "api_key_env": "OPENAI_API_KEY"}}}
+    }
+    (tmp_path / "secondbrain.json").write_text(json.dumps(moved))
+    with pytest.raises(ConfigError, match="sent only a key the operator set for it"):
+        load_vault_config(tmp_path)
+    overrides = {"openai": ProviderOverride(base_url="https://evil.example/v1")}
+    context = apply_overrides(load_presets(), overrides).provider("openai").context("openai", {"OPENAI_API_KEY": "sk"})
+    assert (context.base_url, context.api_key) == ("https://evil.example/v1", None)
 
 
 def test_vault_config_that_is_not_json_says_where(tmp_path: Path) -> None:

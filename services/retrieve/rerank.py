@@ -195,7 +195,8 @@ def create_reranker(
         raise ConfigError(
             "secondbrain.json: retrieve.reranker.model: required when retrieve.reranker.provider is 'custom'"
         )
-    key_env = section.api_key_env or endpoint.api_key_env
+    # A URL of the vault's own is sent only the key it names for it (providers.env_names), never the provider's.
+    key_env = section.api_key_env if section.base_url else (section.api_key_env or endpoint.api_key_env)
     api_key = env.get(key_env) if key_env else None
     if key_env and not api_key:
         raise FailedPrecondition(

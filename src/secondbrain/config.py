@@ -28,7 +28,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from secondbrain.errors import ConfigError, describe_problems
-from secondbrain.service.auth import is_loopback
+from secondbrain.service.auth import is_loopback, is_loopback_origin
 from secondbrain.service.client_address import LOOPBACK, networks
 from secondbrain.vault_config import VaultConfig, load_vault_config
 
@@ -201,6 +201,12 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _open_only_with_a_token(self) -> Settings:
+        if self.api_token is None and (foreign := [o for o in self.cors_origins if not is_loopback_origin(o)]):
+            # With no token the gateway answers this machine's own pages only (gateway/local_requests.py).
+            raise ValueError(
+                f"SECONDBRAIN_CORS_ORIGINS lists {', '.join(foreign)}: a page of another origin may call the API only "
+                "with a token; set SECONDBRAIN_API_TOKEN, or list only http://localhost:<port> origins"
+            )
         if is_loopback(self.host):
             return self
         if self.api_token is None:

@@ -127,5 +127,5 @@ def _day_in_year(year: str | None, month: int, day: int, written: date) -> date 
         earliest = written - timedelta(days=_RECENT_DAYS)
         named = date(earliest.year, month, day)
         return named if named >= earliest else date(earliest.year + 1, month, day)
-    except ValueError:
+    except (ValueError, OverflowError):  # no such day, or a note dated at either end of the calendar
         return None

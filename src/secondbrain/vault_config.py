@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from secondbrain.errors import ConfigError, SecondbrainError, describe_problems
 from secondbrain.llm.presets import ProviderOverride
-from secondbrain.providers.env_names import KeyVariable
+from secondbrain.providers.env_names import KeyVariable, key_for_own_url
 from secondbrain.retrieve.fusion import VECTOR_WEIGHT, FusionKind
 from secondbrain.vault_files import read_inside
 
@@ -83,6 +83,11 @@ class RerankSection(_Section):
     )
     candidates: int = Field(default=30, ge=2, le=200, description="Fused candidates sent to the reranker.")
     timeout_seconds: float = Field(default=10.0, gt=0, le=120)
+
+    @model_validator(mode="after")
+    def _own_key_for_own_url(self) -> RerankSection:
+        key_for_own_url(self.base_url, self.api_key_env)
+        return self
 
 
 class RetrieveSection(_Section):

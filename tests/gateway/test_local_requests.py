@@ -14,12 +14,8 @@ from hypothesis import strategies as st
 from secondbrain.chat.v1 import chat_service_pb2 as chat
 from secondbrain.config import Settings
 from secondbrain.gateway.envoy_config import local_layout, render
-from secondbrain.gateway.local_requests import (
-    FOREIGN_HOST_REFUSAL,
-    LOOPBACK_NAMES,
-    is_loopback_host,
-    is_loopback_origin,
-)
+from secondbrain.gateway.local_requests import FOREIGN_HOST_REFUSAL, LOOPBACK_NAMES
+from secondbrain.service.auth import is_loopback_host, is_loopback_origin
 from tests.gateway.conftest import Gateway
 from tests.gateway.grpc_web import call, frame
 
@@ -33,7 +29,7 @@ MCP_LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 @pytest.mark.parametrize(
     "host",
     ["localhost", "localhost:8080", "LOCALHOST:8080", "app.localhost:5173", "127.0.0.1", "127.0.0.1:18080",
-     "127.1.2.3:80", "[::1]", "[::1]:8080", "localhost."],
+     "[::1]", "[::1]:8080"],
 )  # fmt: skip
 def test_loopback_names(host: str) -> None:
     assert is_loopback_host(host)
@@ -43,7 +39,9 @@ def test_loopback_names(host: str) -> None:
 @pytest.mark.parametrize(
     "host",
     ["attacker.example", "attacker.example:8080", "localhost.attacker.example", "127.0.0.1.nip.io", "10.0.0.1",
-     "[::2]:80", "0.0.0.0", "", "[::1", "localhost:80:80"],
+     "[::2]:80", "0.0.0.0", "", "[::1", "localhost:80:80", "127.0.0.1@evil.example", "127.0.0.1:80@evil",
+     "localhost:abc", "evil.example/.localhost", "evil.example .localhost", "[::1]evil.example", "::1", ".localhost",
+     "[::ffff:127.0.0.1]", "0x7f.1", "2130706433"],
 )  # fmt: skip
 def test_other_names(host: str) -> None:
     assert not is_loopback_host(host)
@@ -92,6 +90,9 @@ async def test_the_shim_refuses_another_name_and_a_page_of_another_origin(gatewa
     shim = gateway.client(gateway.shim_url)
     assert (await shim.get("/api/chat/options")).status_code == 200
     assert (await shim.get("/api/chat/options", headers={"origin": "http://localhost:5173"})).status_code == 200
+    # Our own page's POST: its no-referrer policy makes the browser send `Origin: null`, saying it is same-origin.
+    own_page = {"origin": "null", "sec-fetch-site": "same-origin"}
+    assert (await shim.post("/api/retrieve", json={"query": "kitchen"}, headers=own_page)).status_code != 403
     rebound = {"host": FOREIGN}
     cross_site = {"origin": "https://evil.example", "content-type": "text/plain"}
     for refused in (
@@ -100,6 +101,9 @@ async def test_the_shim_refuses_another_name_and_a_page_of_another_origin(gatewa
         await shim.post("/mcp", json=MCP_LIST_TOOLS, headers={**MCP_HEADERS, **rebound}),
         await shim.post("/api/chat/conversations", content=b'{"title": "planted"}', headers=cross_site),
         await shim.post("/api/retrieve", content=b'{"query": "kitchen"}', headers={**cross_site, "origin": "null"}),
+        await shim.post(
+            "/api/retrieve", content=b'{"query": "kitchen"}', headers={**own_page, "sec-fetch-site": "cross-site"}
+        ),
     ):
         assert refused.status_code == 403, refused.text
         assert refused.json()["error"]["message"] == FOREIGN_HOST_REFUSAL

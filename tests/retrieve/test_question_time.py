@@ -110,6 +110,14 @@ def test_an_event_is_of_the_day_its_passage_names_for_it_else_of_the_passage() -
     assert event_day("the porto half", terse, january) == january, "a lowercase start is a sentence of its own here"
 
 
+def test_a_note_dated_at_the_calendars_ends_dates_its_event_by_itself() -> None:
+    # Found by a review: a day named without its year is looked for from a month before the note, which for a note of
+    # 5 January of year 1 is before the calendar begins (OverflowError, an INTERNAL error on every door).
+    first, last = date(1, 1, 5), date(9999, 12, 28)
+    assert event_day("the roof inspection", "The roof inspection is on 8 November.", first) == first
+    assert event_day("the roof inspection", "The roof inspection is on 8 January.", last) == last
+
+
 def test_a_name_is_an_event() -> None:
     """Found on the fourth blind dev set: "the day after Sintra"."""
     intent = read_time("The day after Sintra, where did we go?", NOW)

@@ -43,8 +43,13 @@ class FixedRerankServer(RerankServer):
         return web.json_response(self.body)
 
 
+# The stand-in server is a URL of the vault's own (retrieve.reranker.base_url), which is sent only a key the operator
+# set for it (providers.env_names), never TOGETHER_API_KEY.
+KEY = "SECONDBRAIN_RERANK_API_KEY"
+
+
 def section(server: RerankServer, **overrides: Any) -> RerankSection:
-    return RerankSection(**{"provider": "together", "base_url": server.root_url, **overrides})
+    return RerankSection(**{"provider": "together", "base_url": server.root_url, "api_key_env": KEY, **overrides})
 
 
 @pytest.fixture
@@ -55,7 +60,7 @@ async def server() -> AsyncIterator[RerankServer]:
 
 @pytest.fixture
 async def reranker(server: RerankServer) -> AsyncIterator[Reranker]:
-    reranker = create_reranker(section(server), {"TOGETHER_API_KEY": SECRET}, retry=FAST_RETRY)
+    reranker = create_reranker(section(server), {KEY: SECRET}, retry=FAST_RETRY)
     yield reranker
     await reranker.aclose()
 
@@ -108,7 +113,7 @@ async def test_an_overlong_document_is_cut_before_it_is_sent(server: RerankServe
 
 async def test_a_refused_key_names_the_variable(server: RerankServer, reranker: Reranker) -> None:
     server.script.push(Reply(status=401, error_message=f"invalid api key {SECRET}"))
-    with pytest.raises(FailedPrecondition, match="set TOGETHER_API_KEY") as caught:
+    with pytest.raises(FailedPrecondition, match=f"set {KEY}") as caught:
         await reranker.rerank(QUERY, DOCUMENTS, top_n=2)
     assert SECRET not in str(caught.value)
     assert len(server.requests) == 1  # not retried: it will not pass by itself
@@ -135,7 +140,7 @@ async def test_a_provider_that_keeps_failing_is_unavailable(server: RerankServer
 
 
 async def test_a_slow_provider_is_unavailable_within_the_timeout(server: RerankServer) -> None:
-    reranker = create_reranker(section(server, timeout_seconds=0.3), {"TOGETHER_API_KEY": SECRET}, retry=FAST_RETRY)
+    reranker = create_reranker(section(server, timeout_seconds=0.3), {KEY: SECRET}, retry=FAST_RETRY)
     server.script.push(Reply(delay=60.0))
     started = time.monotonic()
     with pytest.raises(Unavailable, match=r"0\.3 s"):
@@ -149,7 +154,7 @@ async def test_an_unreachable_provider_is_unavailable() -> None:
     async with RerankServer() as gone:
         url = gone.root_url
     reranker = create_reranker(
-        RerankSection(provider="together", base_url=url), {"TOGETHER_API_KEY": SECRET}, retry=FAST_RETRY
+        RerankSection(provider="together", base_url=url, api_key_env=KEY), {KEY: SECRET}, retry=FAST_RETRY
     )
     with pytest.raises(Unavailable, match="cannot reach Together AI reranker") as caught:
         await reranker.rerank(QUERY, DOCUMENTS, top_n=2)
@@ -171,7 +176,7 @@ async def test_an_unreachable_provider_is_unavailable() -> None:
 )
 async def test_a_malformed_answer_is_unavailable(body: Any, problem: str) -> None:
     async with FixedRerankServer(body) as server:
-        reranker = create_reranker(section(server), {"TOGETHER_API_KEY": SECRET}, retry=FAST_RETRY)
+        reranker = create_reranker(section(server), {KEY: SECRET}, retry=FAST_RETRY)
         with pytest.raises(Unavailable, match="malformed body") as caught:
             await reranker.rerank(QUERY, DOCUMENTS, top_n=2)
         await reranker.aclose()
@@ -198,10 +203,8 @@ async def test_provider_defaults(provider: Any, variable: str, url: str, model: 
 
 
 async def test_overrides_of_url_key_variable_and_model(server: RerankServer) -> None:
-    custom = section(server, provider="cohere", base_url=server.root_url + "/v1/", api_key_env="MY_RERANK_API_KEY")
-    reranker = create_reranker(
-        custom.model_copy(update={"model": "rerank-english-v3.0"}), {"MY_RERANK_API_KEY": SECRET}
-    )
+    custom = section(server, provider="cohere", base_url=server.root_url + "/v1/", api_key_env=KEY)
+    reranker = create_reranker(custom.model_copy(update={"model": "rerank-english-v3.0"}), {KEY: SECRET})
     assert reranker.model == "rerank-english-v3.0"
     await reranker.rerank(QUERY, DOCUMENTS, top_n=1)
     assert server.requests[-1].path == "/v1/rerank"  # a base URL ending in /v1 is not doubled
@@ -209,13 +212,24 @@ async def test_overrides_of_url_key_variable_and_model(server: RerankServer) -> 
     await reranker.aclose()
 
     # A request's model wins over the section's.
-    chosen = create_reranker(custom, {"MY_RERANK_API_KEY": SECRET}, model="rerank-v3.5-lite")
+    chosen = create_reranker(custom, {KEY: SECRET}, model="rerank-v3.5-lite")
     await chosen.rerank(QUERY, DOCUMENTS, top_n=1)
     assert server.requests[-1].json["model"] == "rerank-v3.5-lite"
     await chosen.aclose()
 
-    with pytest.raises(FailedPrecondition, match="set MY_RERANK_API_KEY"):
+    with pytest.raises(FailedPrecondition, match="set SECONDBRAIN_RERANK_API_KEY"):
         create_reranker(custom, {"COHERE_API_KEY": SECRET})
+
+
+async def test_a_url_of_the_vaults_own_is_never_sent_the_providers_key(server: RerankServer) -> None:
+    # Found by a review: a base_url of the vault's alone sent TOGETHER_API_KEY (any key of this machine) there.
+    moved = RerankSection(provider="together", base_url=server.root_url)
+    reranker = create_reranker(moved, {"TOGETHER_API_KEY": SECRET})
+    await reranker.rerank(QUERY, DOCUMENTS, top_n=1)
+    assert "authorization" not in server.requests[-1].headers
+    await reranker.aclose()
+    with pytest.raises(ValueError, match="sent only a key the operator set for it"):
+        RerankSection(provider="together", base_url=server.root_url, api_key_env="TOGETHER_API_KEY")
 
 
 async def test_custom_needs_a_base_url_and_a_model_but_not_a_key(server: RerankServer) -> None:
@@ -224,7 +238,7 @@ async def test_custom_needs_a_base_url_and_a_model_but_not_a_key(server: RerankS
     with pytest.raises(ConfigError, match=r"retrieve\.reranker\.model"):
         create_reranker(RerankSection(provider="custom", base_url=server.root_url), {})
 
-    local = create_reranker(section(server, provider="custom", model="bge-reranker-v2-m3"), {})
+    local = create_reranker(section(server, provider="custom", model="bge-reranker-v2-m3", api_key_env=None), {})
     assert await local.rerank(QUERY, DOCUMENTS, top_n=1) == [RerankResult(1, 1.0)]
     assert "authorization" not in server.requests[-1].headers
     await local.aclose()

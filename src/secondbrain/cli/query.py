@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 
 from secondbrain.cli.app import config_with, run
+from secondbrain.errors import InvalidInput
+from secondbrain.retrieve.filters import parse_now
 from secondbrain.retrieve.modes import MODES, Mode
 
 FolderOption = Annotated[
@@ -58,6 +60,10 @@ def moment(text: str) -> str:
         raise typer.BadParameter(
             f"{text!r} is not a moment with its UTC offset: write it like 2026-11-30T18:00:00+00:00"
         )
+    try:  # the services' own rule for an asker's moment (its years), said here before any service is asked
+        parse_now(parsed.isoformat())
+    except InvalidInput as error:
+        raise typer.BadParameter(str(error)) from None
     return parsed.isoformat()
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from secondbrain.errors import ConfigError, describe_problems
 from secondbrain.providers import Endpoint, endpoints
-from secondbrain.providers.env_names import KeyVariable, UrlVariable
+from secondbrain.providers.env_names import KeyVariable, ProviderVariable, UrlVariable, key_for_own_url
 
 Protocol = Literal["anthropic", "openai", "extractive"]
 
@@ -68,10 +68,15 @@ class ProviderOverride(_Strict):
     # Variables a vault may name only as what they are (`providers.env_names`): never another secret of this machine.
     base_url_env: UrlVariable = None
     api_key_env: KeyVariable = None
-    requires_env: list[str] | None = None
+    requires_env: list[ProviderVariable] | None = None
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] | None = None
     default_model: str | None = None
     models: list[ModelPreset] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _own_key_for_own_url(self) -> ProviderOverride:
+        key_for_own_url(self.base_url, self.api_key_env)
+        return self
 
 
 class Presets(_Strict):
@@ -130,6 +135,9 @@ def apply_overrides(presets: Presets, overrides: dict[str, ProviderOverride]) ->
             models = {model.id: model for model in base.models}
             models.update({model.id: model for model in override.models})
             merged = {**base.model_dump(), **fields, "models": [m.model_dump() for m in models.values()]}
+            if override.base_url is not None and override.api_key_env is None:
+                # The built-in key does not follow the provider to a URL of the vault's (providers.env_names).
+                merged["api_key_env"] = None
         try:
             providers[provider_id] = ProviderPreset.model_validate(merged)
         except ValidationError as error:

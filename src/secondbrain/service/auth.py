@@ -50,6 +50,28 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+# The names by which a request is addressed to this machine and no other, as Envoy routes them too. `.localhost` is
+# reserved for loopback (RFC 6761): no one can register a name under it to rebind.
+LOOPBACK_NAMES = ("localhost", "*.localhost", "127.0.0.1", "[::1]")
+# A Host header: a name or a bracketed IPv6 address, and a port.
+_HOST = re.compile(r"(?P<name>\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::\d{1,5})?")
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether a Host header (`localhost:8080`, `[::1]`) addresses this machine by one of LOOPBACK_NAMES."""
+    matched = _HOST.fullmatch(host.strip().lower())
+    if matched is None:
+        return False
+    name = matched["name"]
+    return name in LOOPBACK_NAMES or (name.endswith(".localhost") and not name.startswith("."))
+
+
+def is_loopback_origin(origin: str) -> bool:
+    """Whether an Origin header (`http://localhost:5173`) is a page served under a loopback name; "null" is not."""
+    scheme, separator, host = origin.strip().partition("://")
+    return bool(separator) and scheme.lower() in ("http", "https") and is_loopback_host(host)
+
+
 def bearer(token: str) -> str:
     return f"{SCHEME} {token}"
 
