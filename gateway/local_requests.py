@@ -12,9 +12,6 @@ elsewhere has no way to send it.
 
 from __future__ import annotations
 
-import ipaddress
-from urllib.parse import urlsplit
-
 import grpc
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -22,43 +19,29 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from secondbrain.gateway.endpoints import OPENAI_PREFIX
 from secondbrain.gateway.http_errors import error_response
 from secondbrain.gateway.openai_compat import error_response as openai_error
+from secondbrain.service.auth import LOOPBACK_NAMES, is_loopback_host, is_loopback_origin
 
-# The names Envoy routes when only loopback names are served (it matches them without the port). Browsers resolve
-# `localhost` and every `*.localhost` to loopback themselves, never through DNS, so a page cannot rebind them.
-LOOPBACK_NAMES = ("localhost", "*.localhost", "127.0.0.1", "[::1]")
+__all__ = ["FOREIGN_HOST_REFUSAL", "LOOPBACK_NAMES", "LocalRequestsOnly", "from_this_machine"]
+
 FOREIGN_HOST_REFUSAL = (
     "This secondbrain has no API token, so it answers only requests addressed to this machine (localhost, 127.0.0.1 "
     "or [::1]) from its own pages. Open it at http://localhost:<port>/, or set SECONDBRAIN_API_TOKEN to serve it "
     "under another name."
 )
 # What needs no check: a health probe reads nothing.
-OPEN_PATHS = frozenset({"/healthz"})
+UNCHECKED_PATHS = frozenset({"/healthz"})
 
 
-def is_loopback_host(host: str) -> bool:
-    """Whether a Host header's name (`localhost:8080`, `[::1]`, `127.0.0.2`) is this machine's by a loopback name."""
-    name = host.strip().lower()
-    if name.startswith("["):
-        name = name[1 : name.find("]")] if "]" in name else ""
-    elif name.count(":") == 1:
-        name = name.rsplit(":", 1)[0]
-    name = name.rstrip(".")
-    if name == "localhost" or name.endswith(".localhost"):
+def from_this_machine(headers: Headers) -> bool:
+    """Whether a request is addressed to a loopback name and, when a browser sent it for a page, from a page of one.
+    A page whose referrer policy is no-referrer (ours) sends `Origin: null` with its own POSTs: that is a page of this
+    origin when the browser says the request is same-origin (`Sec-Fetch-Site`), never one of another site."""
+    if not is_loopback_host(headers.get("host", "")):
+        return False
+    origin = headers.get("origin")
+    if origin is None or is_loopback_origin(origin):
         return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
-def is_loopback_origin(origin: str) -> bool:
-    """Whether an Origin header (`http://localhost:8080`) is a page served from this machine by a loopback name;
-    "null" (a sandboxed frame, a file) is not."""
-    try:
-        parts = urlsplit(origin.strip())
-    except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and bool(parts.netloc) and is_loopback_host(parts.netloc)
+    return origin.strip() == "null" and headers.get("sec-fetch-site") == "same-origin"
 
 
 class LocalRequestsOnly:
@@ -69,12 +52,7 @@ class LocalRequestsOnly:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
-            await self.app(scope, receive, send)
-            return
-        headers = Headers(scope=scope)
-        origin = headers.get("origin")
-        if is_loopback_host(headers.get("host", "")) and (origin is None or is_loopback_origin(origin)):
+        if scope["type"] != "http" or scope["path"] in UNCHECKED_PATHS or from_this_machine(Headers(scope=scope)):
             await self.app(scope, receive, send)
             return
         if scope["path"].startswith(OPENAI_PREFIX):
