@@ -100,6 +100,13 @@ def hybrid(report: Report) -> ArmResult:
     return next(arm for arm in report.arms if arm.name == "hybrid")
 
 
+def runs_table(runs: list[tuple[str, str]]) -> str:
+    """A test set's runs, numbered: what each gave, and the variant chosen before it."""
+    return table(
+        ["run", "figures", "the variant chosen before it"], [[str(i), f, v] for i, (f, v) in enumerate(runs, 1)]
+    )
+
+
 def rows(label: str, report: Report) -> list[list[object]]:
     arm = hybrid(report)
     kinds = " · ".join(
@@ -152,17 +159,11 @@ async def main() -> None:
         "",
         "The test set's runs, in order (nDCG@10 / recall@5 with the time read):",
         "",
-        table(
-            ["run", "figures", "the variant chosen before it"],
-            [[str(i), f, v] for i, (f, v) in enumerate(TEST_RUNS, 1)],
-        ),
+        runs_table(TEST_RUNS),
         "",
         "The second test set's runs:",
         "",
-        table(
-            ["run", "figures", "the variant chosen before it"],
-            [[str(i), f, v] for i, (f, v) in enumerate(TEST_2_RUNS, 1)],
-        ),
+        runs_table(TEST_2_RUNS),
     ]
     for name in (name for name in TESTS if name in measured):
         read = measured[name][1]

@@ -39,6 +39,8 @@ ENV_PREFIX = "SECONDBRAIN_"
 DEFAULT_PORTS = {"ingest": 50051, "retrieve": 50052, "chat": 50053, "shim": 8081, "gateway": 8080}
 # The shortest API token accepted when other machines can reach the servers.
 MIN_OPEN_TOKEN_CHARS = 16
+# How to make a good one, said wherever a token is refused.
+TOKEN_HINT = "`python -c 'import secrets; print(secrets.token_urlsafe(32))'` makes a good one"
 
 
 def default_data_dir() -> Path:
@@ -195,7 +197,7 @@ class Settings(BaseSettings):
         if token is not None and not re.fullmatch(r"[!-~]+", token.get_secret_value()):
             raise ValueError(
                 "SECONDBRAIN_API_TOKEN must be visible ASCII characters without spaces (it is sent in an HTTP "
-                "header); `python -c 'import secrets; print(secrets.token_urlsafe(32))'` makes a good one"
+                f"header); {TOKEN_HINT}"
             )
         return token
 
@@ -218,8 +220,7 @@ class Settings(BaseSettings):
             # Other machines may guess, and nothing slows a guesser down (found by a probe: a token "a" was taken).
             raise ValueError(
                 f"binding {self.host} lets other machines try tokens, so SECONDBRAIN_API_TOKEN needs at least "
-                f"{MIN_OPEN_TOKEN_CHARS} characters: `python -c 'import secrets; print(secrets.token_urlsafe(32))'` "
-                "makes a good one"
+                f"{MIN_OPEN_TOKEN_CHARS} characters: {TOKEN_HINT}"
             )
         return self
 
