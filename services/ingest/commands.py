@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import signal
 import time
@@ -127,6 +128,8 @@ async def sync_in_process(config: Config, vault: Path) -> int:
     """Sync `vault` (only what changed) into the database `config` names, through an ingest server of this
     process's own whatever service runs elsewhere (a running one has an index of its own), with the progress bar
     and summary on stderr; returns how many notes failed."""
+    # The vault is this server's own, as `secondbrain ingest VAULT` makes it: the index becomes that folder's.
+    config = dataclasses.replace(config, settings=config.settings.model_copy(update={"vault": vault}))
     async with in_process(config, "ingest", pb_grpc.IngestServiceStub) as ingest:
         return await _sync_once(ingest, vault, False, Console(stderr=True), as_json=False)
 

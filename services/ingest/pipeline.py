@@ -89,16 +89,17 @@ class Ingestor:
 
     # Sync --------------------------------------------------------------------------------------------------------
 
-    async def sync(self, root: Path, force: bool = False) -> AsyncIterator[SyncEvent]:
+    async def sync(self, root: Path, force: bool = False, *, replace_vault: bool = True) -> AsyncIterator[SyncEvent]:
         """Bring the index in step with the vault at `root`, yielding progress (and counting it in the metrics,
-        whoever asked: the SyncVault RPC, the periodic sync, the CLI)."""
-        async for event in self._sync(root, force):
+        whoever asked: the SyncVault RPC, the periodic sync, the CLI). Unless `replace_vault`, an index of another
+        folder's notes is refused rather than replaced by `root`'s."""
+        async for event in self._sync(root, force, replace_vault):
             if isinstance(event, FileDone):
                 INGEST_FILES.labels(event.outcome.value).inc()
                 INGEST_CHUNKS_EMBEDDED.inc(event.embedded)
             yield event
 
-    async def _sync(self, root: Path, force: bool) -> AsyncIterator[SyncEvent]:
+    async def _sync(self, root: Path, force: bool, replace_vault: bool) -> AsyncIterator[SyncEvent]:
         root = await asyncio.to_thread(lambda: root.expanduser().resolve())
         if not await asyncio.to_thread(root.is_dir):
             raise InvalidInput(f"{root} is not a directory: give the path of a vault (a folder of .md notes)")
@@ -106,10 +107,22 @@ class Ingestor:
             if not await store.try_lock_sync(lock):
                 raise FailedPrecondition("a sync of this index is already running; try again when it has finished")
             try:
+                if not replace_vault:
+                    await self._refuse_another_vault(lock, root)
                 async for event in self._sync_locked(root, force):
                     yield event
             finally:
                 await store.unlock_sync(lock)
+
+    @staticmethod
+    async def _refuse_another_vault(connection: asyncpg.Connection, root: Path) -> None:
+        indexed = await store.last_synced_vault(connection)
+        if indexed is not None and indexed != str(root):
+            raise FailedPrecondition(
+                f"this index holds the notes of {indexed}; a sync of {root} would replace them. To index that folder "
+                f"here, start the ingest service with SECONDBRAIN_VAULT={root}; to keep both, give it a database of "
+                "its own (DATABASE_URL)"
+            )
 
     async def _sync_locked(self, root: Path, force: bool) -> AsyncIterator[SyncEvent]:
         started = time.perf_counter()

@@ -108,7 +108,11 @@ class IngestServicer(pb_grpc.IngestServiceServicer):
         self, request: pb.SyncVaultRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.SyncVaultResponse]:
         vault = self._vault_to_sync(request.vault_path)
-        async for event in self.ingestor.sync(vault, force=request.force):
+        # A service with a vault of its own replaces whatever the index held (its operator chose that folder); one
+        # without syncs a caller's folder only into an empty index or the same folder's, so a caller cannot swap
+        # the index for another folder of this machine.
+        replace_vault = self.config.settings.vault is not None
+        async for event in self.ingestor.sync(vault, force=request.force, replace_vault=replace_vault):
             yield sync_event(event)
 
     def _vault_to_sync(self, requested: str) -> Path:

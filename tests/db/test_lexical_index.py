@@ -103,3 +103,32 @@ async def test_stemming_follows_the_configuration(connection: asyncpg.Connection
     assert simple == {"running", "runs", "decided"}
     await assert_consistent(connection)
     assert await connection.fetchval("SELECT count(*) FROM vault_files WHERE tsv @@ 'running'::tsquery") == 1
+
+
+async def test_a_run_the_parser_reads_as_a_host_or_file_is_indexed_in_linear_time(
+    connection: asyncpg.Connection,
+) -> None:
+    # PostgreSQL's parser takes time quadratic in such a run: 160 KB of `a_b` took over two minutes of a core.
+    run = "a_b" * 54_000
+    await connection.execute("SET statement_timeout = '30s'")
+    await store.write_note(connection, note("Runs.md", [f"zebra crossing {run} hedgehog", "storage decisions"]))
+    lexemes = {r["lexeme"] for r in await connection.fetch("SELECT lexeme FROM lexeme_stats")}
+    assert {"zebra", "cross", "hedgehog", "storag", "decis"} <= lexemes
+    # The run is read in pieces of at most 100 characters; nothing longer becomes a word.
+    assert max(len(lexeme) for lexeme in lexemes) <= 100
+    await assert_consistent(connection)
+    # A question holding the same run is parsed the same way, as quickly.
+    question_lexemes = await connection.fetchval(
+        "SELECT count(*) FROM unnest(to_tsvector(secondbrain_ts_config(), secondbrain_parsable($1)))", run[:8000]
+    )
+    assert question_lexemes > 1
+
+
+async def test_parsable_text_splits_only_runs_of_a_hundred_characters(connection: asyncpg.Connection) -> None:
+    parsable = "SELECT secondbrain_parsable($1)"
+    prose = "A plain sentence, with https://example.org/a/path and snake_case_names, is left as it is."
+    assert await connection.fetchval(parsable, prose) == prose
+    assert await connection.fetchval(parsable, "x" * 99) == "x" * 99
+    assert (
+        await connection.fetchval(parsable, "é" * 250 + " end") == "é" * 100 + " " + "é" * 100 + " " + "é" * 50 + " end"
+    )

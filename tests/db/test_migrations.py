@@ -7,9 +7,12 @@ import dataclasses
 
 import asyncpg
 import pytest
+from pgvector.asyncpg import register_vector
 
 from secondbrain.db.migrate import load_migrations, migrate
 from secondbrain.errors import FailedPrecondition
+from secondbrain.ingest import store
+from tests.db.test_lexical_index import assert_consistent, note
 
 TABLES = {
     "schema_migrations",
@@ -90,5 +93,30 @@ async def test_failed_migration_leaves_no_trace(empty_database: str) -> None:
         assert await connection.fetchval("SELECT count(*) FROM schema_migrations WHERE version = 9999") == 0
         # The lock was released: another migrator is not blocked.
         assert await asyncio.wait_for(migrate(connection), 5) == []
+    finally:
+        await connection.close()
+
+
+_TSV = "SELECT f.path, c.tsv::text AS tsv FROM vault_chunks c JOIN vault_files f ON f.id = c.file_id"
+
+
+async def test_texts_with_long_runs_are_parsed_again_when_the_parser_guard_arrives(empty_database: str) -> None:
+    """0012 reparses the texts it changes, and only those, keeping the BM25 tables exact."""
+    connection = await asyncpg.connect(empty_database)
+    try:
+        await migrate(connection, [m for m in load_migrations() if m.version < 12])
+        await register_vector(connection)
+        await store.write_note(connection, note("Long.md", [f"plain words https://example.org/{'segment/' * 20}"]))
+        await store.write_note(connection, note("Short.md", ["plain words only"]))
+        old = {r["path"]: r["tsv"] for r in await connection.fetch(_TSV)}
+        await migrate(connection)
+        new = {r["path"]: r["tsv"] for r in await connection.fetch(_TSV)}
+        assert new["Short.md"] == old["Short.md"]
+        assert new["Long.md"] != old["Long.md"]
+        assert new["Long.md"] == await connection.fetchval(
+            "SELECT to_tsvector(secondbrain_ts_config(), secondbrain_parsable(c.context || ' ' || c.content))::text"
+            " FROM vault_chunks c JOIN vault_files f ON f.id = c.file_id WHERE f.path = 'Long.md'"
+        )
+        await assert_consistent(connection)
     finally:
         await connection.close()

@@ -108,3 +108,27 @@ async def test_a_service_with_a_vault_refuses_to_sync_another_folder(ingest: Ing
     assert "will not sync" in (raised.value.details() or "")
     status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
     assert [f.path for f in status.files] == ["Architecture.md"], "the index still holds the vault, untouched"
+
+
+async def test_a_service_without_a_vault_keeps_the_folder_its_index_holds(
+    ingest: Ingest, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SECONDBRAIN_VAULT")
+    await ingest.restart()
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    # An empty index takes the caller's folder, and the same folder syncs again.
+    for _ in range(2):
+        events = [e async for e in ingest.stub.SyncVault(pb.SyncVaultRequest(vault_path=str(ingest.vault.root)))]
+        assert events[-1].WhichOneof("event") == "done"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "Secret.md").write_text("# Secret\n\nNot part of the vault.\n")
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        async for _ in ingest.stub.SyncVault(pb.SyncVaultRequest(vault_path=str(elsewhere))):
+            pass
+    assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    details = raised.value.details() or ""
+    assert f"holds the notes of {ingest.vault.root.resolve()}" in details
+    assert f"SECONDBRAIN_VAULT={elsewhere.resolve()}" in details
+    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
+    assert [f.path for f in status.files] == ["Architecture.md"], "the index still holds the vault, untouched"

@@ -35,7 +35,14 @@ from secondbrain.ingest.store.queue import (
     finished_since,
     queue_depth,
 )
-from secondbrain.ingest.store.runs import SYNC_LOCK_KEY, finish_run, start_run, try_lock_sync, unlock_sync
+from secondbrain.ingest.store.runs import (
+    SYNC_LOCK_KEY,
+    finish_run,
+    last_synced_vault,
+    start_run,
+    try_lock_sync,
+    unlock_sync,
+)
 from secondbrain.ingest.store.status import FileStatusRow, IndexStatus, index_status
 
 __all__ = [
@@ -63,6 +70,7 @@ __all__ = [
     "finished_since",
     "forget_note",
     "index_status",
+    "last_synced_vault",
     "mark_failed",
     "queue_depth",
     "rename_notes",

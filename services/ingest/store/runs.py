@@ -19,6 +19,13 @@ async def unlock_sync(connection: asyncpg.Connection) -> None:
     await connection.execute("SELECT pg_advisory_unlock($1)", SYNC_LOCK_KEY)
 
 
+async def last_synced_vault(connection: asyncpg.Connection) -> str | None:
+    """The folder the index was last synced from (however that sync ended), while it holds notes; else None."""
+    return await connection.fetchval(
+        """SELECT vault_path FROM ingest_runs WHERE EXISTS (SELECT 1 FROM vault_files) ORDER BY id DESC LIMIT 1"""
+    )
+
+
 async def start_run(connection: asyncpg.Connection, vault_path: str) -> int:
     return int(await connection.fetchval("INSERT INTO ingest_runs (vault_path) VALUES ($1) RETURNING id", vault_path))
 

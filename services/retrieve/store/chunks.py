@@ -106,7 +106,8 @@ async def linked_candidates(
         CROSS JOIN LATERAL (
             SELECT c.id, c.file_id, c.chunk_index FROM vault_chunks c
             WHERE c.file_id = t.id
-            ORDER BY ts_rank(c.tsv, plainto_tsquery(secondbrain_ts_config(), {query_p})) DESC, c.chunk_index
+            ORDER BY ts_rank(c.tsv, plainto_tsquery(secondbrain_ts_config(), secondbrain_parsable({query_p}))) DESC,
+                     c.chunk_index
             LIMIT 1
         ) best
         ORDER BY t.position

@@ -76,7 +76,7 @@ _CANDIDATES = """
     WITH {allowed}
     query_lexemes AS (
         -- (The phrase/exclusion constraint is typed here so it is valid when no filter uses it.)
-        SELECT DISTINCT lexeme FROM unnest(to_tsvector(secondbrain_ts_config(), {scored}::text))
+        SELECT DISTINCT lexeme FROM unnest(to_tsvector(secondbrain_ts_config(), secondbrain_parsable({scored}::text)))
         WHERE {constraint}::text IS NOT NULL
     ),
     corpus AS (
@@ -217,10 +217,11 @@ _CANDIDATES = """
 
 _ALLOWED = """allowed AS MATERIALIZED (
         SELECT c.id FROM vault_chunks c JOIN vault_files f ON f.id = c.file_id
+        CROSS JOIN (SELECT websearch_to_tsquery(secondbrain_ts_config(), secondbrain_parsable({constraint})) AS tsq)
+            constraint_query
         WHERE {filters}
           -- A phrase with no word the index keeps ("...", "the") constrains nothing: it cannot be matched.
-          AND ({constraint} = '' OR numnode(websearch_to_tsquery(secondbrain_ts_config(), {constraint})) = 0
-               OR c.tsv @@ websearch_to_tsquery(secondbrain_ts_config(), {constraint}))
+          AND ({constraint} = '' OR numnode(constraint_query.tsq) = 0 OR c.tsv @@ constraint_query.tsq)
     ),"""
 
 # The ORDER BY repeats the partial index's expression and the WHERE its predicate, so the planner can use

@@ -89,7 +89,7 @@ def _lexical_ctes(p: Params, text: str, filters: Filters, depth: int) -> str:
     query, pattern, depth_p = p.add(text), p.add(_substring_pattern(text)), p.add(depth)
     return f"""
     query AS NOT MATERIALIZED (
-        SELECT websearch_to_tsquery(secondbrain_ts_config(), {query}) AS tsq,
+        SELECT websearch_to_tsquery(secondbrain_ts_config(), secondbrain_parsable({query})) AS tsq,
                {query}::text AS needle,
                {pattern}::text AS pattern
     ),
