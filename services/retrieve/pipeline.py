@@ -30,6 +30,7 @@ from secondbrain.retrieve.expand import Excerpt, PassageText, assemble, plan_spa
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.fusion import Candidate, Fused, Fusion, fuse_queries
 from secondbrain.retrieve.modes import Mode
+from secondbrain.retrieve.question_time import EDGE_CHARS
 from secondbrain.retrieve.rerank import Reranker
 from secondbrain.retrieve.retrieval import (
     Decisions,
@@ -211,7 +212,14 @@ class Retriever:
 
         # The time the question names narrows the search, and its words are not searched (see time_scope).
         now = options.now or self._now()
-        timed = time_scope.scope(text, now, filters) if self.settings.read_time else None
+        timed = None
+        if self.settings.read_time:
+            # A question's time takes well under a millisecond to read; a long question's, up to a quarter of a
+            # second, read off the event loop so that other calls go on meanwhile.
+            if len(text) <= EDGE_CHARS:
+                timed = time_scope.scope(text, now, filters)
+            else:
+                timed = await asyncio.to_thread(time_scope.scope, text, now, filters)
         if timed is not None and timed.intent.event is not None:
             event = timed.intent.event
             event_days = await asyncio.gather(

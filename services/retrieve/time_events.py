@@ -32,7 +32,7 @@ _NEXT_TO_EVENT = re.compile(r"\b(?:in\s+)?the\s+(?P<unit>day|night|morning|eveni
 _NEXT_DAYS = {"day": 1, "night": 1, "morning": 1, "evening": 1, "days": 7, "week": 7}
 # "How did my first run after the Porto half go?": the question's own verb ends it, not the event.
 _HOW_DID = re.compile(r"^\s*how\s+did\b", re.IGNORECASE)
-_HOW_IT_WENT = re.compile(r"\s+(?:go|turn out|work out)\s*$", re.IGNORECASE)
+_HOW_IT_WENT = re.compile(r"(?<!\s)\s+(?:go|turn out|work out)\s*$", re.IGNORECASE)
 # "the week we got back from Lisbon", "the day Rui started": a span of days from an event of the notes.
 _SPAN_OF_EVENT = re.compile(
     r"\bthe (?P<word>week|weekend|day) (?:that |when |after )?(?P<what>(?:we|i|he|she|they|my|our|[A-Z][\w-]+)\b"

@@ -38,7 +38,9 @@ _VAGUE_AGO = re.compile(
 _AMOUNTS = {"a couple of": (1, 3), "a couple": (1, 3), "a few": (2, 5), "several": (3, 8)}
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30}
 # Around a day: "right before Christmas" is the week before it, "over Easter" its long weekend.
-_AROUND = r"(?P<around>(?:right |just |the (?:days?|week) )?(?:before|after)|over|at|on|around)?\s*"
+# The word before a holiday, and the space after it (a group of its own: a bare `\s*` would be tried at every space of
+# a long run, in quadratic time).
+_AROUND = r"(?:(?P<around>(?:right |just |the (?:days?|week) )?(?:before|after)|over|at|on|around)\s+)?"
 _HOLIDAY = re.compile(
     _AROUND + r"\b(?P<holiday>christmas(?: day| eve)?|xmas|easter(?: weekend| sunday| monday)?|halloween|"
     r"new year'?s?(?: day| eve)?|the new year)\b",

@@ -13,7 +13,8 @@ import re
 
 # A fence's opening or closing line, inside a quote or list item or not: its marker run and what follows it.
 _FENCE_LINE_RE = re.compile(r"^[\s>]*(?:[*+-]\s+|\d+[.)]\s+)?(`{3,}|~{3,})(.*)$")
-_TABLE_DELIMITER_RE = re.compile(r"^[\s>]*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+# (`(?:\|\s*)?`, not `\|?\s*`: two whitespace runs side by side are tried every way, in quadratic time.)
+_TABLE_DELIMITER_RE = re.compile(r"^[\s>]*(?:\|\s*)?:?-+:?\s*(?:\|\s*:?-+:?\s*)*(?:\|\s*)?$")
 
 
 def frame(lines: list[str]) -> tuple[int, int]:

@@ -30,12 +30,13 @@ _TAGS_ONLY = re.compile(r"^\s*(?:#[^\s#]+\s*)+$")
 _BLOCKQUOTE = re.compile(r"^\s*(?:>\s?)+")
 _LIST_ITEM = re.compile(r"^(\s*(?:[-*+]|\d{1,9}[.)]))\s+(?:\[[ xX]\]\s+)?(.*)$")
 _TABLE_ROW = re.compile(r"^\s*\|")
-_TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
+# (`\s*(?:\|\s*)?`, not `\s*\|?\s*`: two spaces' runs side by side are tried every way, in quadratic time.)
+_TABLE_DELIMITER = re.compile(r"^\s*(?:\|\s*)?:?-+:?\s*(?:\|\s*:?-+:?\s*)*(?:\|\s*)?$")
 # A link's target, defined at the foot of a note: `[name]: https://…`.
 _LINK_DEFINITION = re.compile(r"^\s{0,3}\[[^\]]+\]:\s+\S+")
 
 # A sentence ends at . ! or ? (and any closing quote, bracket or emphasis) followed by space; see `sentences`.
-_SENTENCE_BREAK = re.compile(r"[.!?]++[\"'\u201d\u2019)\]*_]*\s+")
+_SENTENCE_BREAK = re.compile(r"(?<![.!?])[.!?]++[\"'\u201d\u2019)\]*_]*\s+")
 _ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "cf", "dr", "mr", "mrs", "ms", "st", "approx", "ca", "fig"})
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
 # A question: a "?" that ends the text or a clause, outside inline code (`{:?}` and the `?` operator ask nothing).
