@@ -57,7 +57,8 @@ _MAX_FRONT_MATTER_DEPTH = 50
 # A fence may sit inside a blockquote or an indented list item, so leading spaces and '>' markers are allowed.
 _FENCE_RE = re.compile(r"^(?:[ \t]*>)*[ \t]*(`{3,}|~{3,})(.*)$")
 _ATX_HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
-_ATX_CLOSING_RE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+# (Its spaces are taken from the start of their run: tried at every space of a long run, it was quadratic.)
+_ATX_CLOSING_RE = re.compile(r"(?:^|(?<![ \t])[ \t]+)#+[ \t]*$")
 _BACKTICKS_RE = re.compile(r"`+")
 _WIKILINK_RE = re.compile(r"(!?)\[\[([^\[\]\n]+)\]\]")
 # Obsidian's tag rule: '#' at the start of a line or after whitespace, then letters, digits, '_', '-', '/'.
