@@ -49,7 +49,15 @@ def rendered(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
 
 def test_every_rendered_object_validates_against_the_kubernetes_schemas(rendered: list[dict[str, Any]]) -> None:
     kinds = {o["kind"] for o in rendered}
-    assert {"Deployment", "Service", "Job", "StatefulSet", "HorizontalPodAutoscaler", "ConfigMap"} <= kinds
+    assert {
+        "Deployment",
+        "Service",
+        "Job",
+        "StatefulSet",
+        "HorizontalPodAutoscaler",
+        "ConfigMap",
+        "NetworkPolicy",
+    } <= kinds
     for obj in rendered:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
 
@@ -132,6 +140,41 @@ def test_retrieve_and_chat_autoscale_behind_headless_services(rendered: list[dic
     services = by_kind(rendered, "Service")
     for name in SERVICES:
         assert services[name]["spec"]["clusterIP"] == "None", "Envoy balances per call only over pod addresses"
+
+
+def test_network_policies_let_each_port_be_reached_only_by_its_callers(rendered: list[dict[str, Any]]) -> None:
+    policies = by_kind(rendered, "NetworkPolicy")
+    assert policies["default-deny-ingress"]["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
+
+    def admitted(pod: str, port: str) -> set[str]:
+        """Who the policies let reach `pod` on its port named `port`: "*" for anyone."""
+        who = set()
+        for policy in policies.values():
+            if policy["spec"]["podSelector"].get("matchLabels", {}).get("app.kubernetes.io/name") != pod:
+                continue
+            for rule in policy["spec"].get("ingress", []):
+                if port in [p["port"] for p in rule.get("ports", [])]:
+                    who |= {"*"} if "from" not in rule else {_peer(peer) for peer in rule["from"]}
+        return who
+
+    assert admitted("envoy", "http") == {"*"}
+    assert admitted("shim", "http") == {"envoy", "prometheus, any namespace"}
+    assert admitted("ingest", "grpc") == {"envoy", "shim"}
+    assert admitted("retrieve", "grpc") == {"envoy", "shim", "chat"}
+    assert admitted("chat", "grpc") == {"envoy", "shim"}
+    for service in SERVICES:
+        assert admitted(service, "metrics") == {"prometheus, any namespace"}, "metrics need no token"
+    assert admitted("postgres", "postgres") == {"migrate", "ingest", "retrieve", "chat"}
+    # Every port a pod opens is let in from someone: a port no policy names would be silently unreachable.
+    for name, spec in _pod_specs(rendered).items():
+        for container in spec["containers"]:
+            for port in container.get("ports", []):
+                assert admitted(name, port["name"]), f"{name}:{port['name']} is reachable by no one"
+
+
+def _peer(peer: dict[str, Any]) -> str:
+    name = peer["podSelector"]["matchLabels"]["app.kubernetes.io/name"]
+    return f"{name}, any namespace" if peer.get("namespaceSelector") == {} else name
 
 
 def test_prod_runs_two_of_what_serves_users_and_dev_one() -> None:
