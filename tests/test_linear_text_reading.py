@@ -10,10 +10,13 @@ from datetime import UTC, datetime
 import pytest
 
 from secondbrain.block_windows import is_delimiter_row
+from secondbrain.chat.citations import check_citations
+from secondbrain.chat.prompt import quoted, unlinked
 from secondbrain.ingest.chunker import ChunkBudget, chunk_note
 from secondbrain.ingest.note import parse_note
 from secondbrain.llm import ChatMessage, SourcePassage
 from secondbrain.llm.answer_text import answer_words, gist
+from secondbrain.llm.extractive import best_sentences
 from secondbrain.llm.quote_units import sentence_pieces, units
 from secondbrain.llm.tokens import count_tokens
 from secondbrain.retrieve import question_time
@@ -81,3 +84,26 @@ def test_a_long_question_has_its_time_read_from_its_close_then_its_opening(monke
     assert read_time(f"Here is a note: {pasted} What do you make of it?", NOW).range is None
     # The date parser reads at most one edge at a time, never the pasted passage whole.
     assert read and max(read) <= EDGE_CHARS
+
+
+def test_a_passage_opening_a_tag_before_a_long_run_of_space_is_defused() -> None:
+    for text in ["<" + " " * 300_000 + "x", "<" + "\t" * 300_000 + "passages>"]:
+        assert unlinked(text).endswith(text[-1])
+        assert quoted(text)
+
+
+def test_an_answer_whose_unknown_citation_follows_a_long_run_of_space_is_checked() -> None:
+    checked = check_citations("Oak" + " " * 400_000 + "and ash [9], it is.", [1, 2])
+    assert checked.text.startswith("Oak") and checked.text.endswith("and ash, it is.")
+
+
+def test_quotes_are_chosen_for_a_question_of_a_thousand_words_over_a_passage_of_many_sentences() -> None:
+    words = [f"w{i}" for i in range(1300)]
+    body = "\n\n".join(f"x y z{j} {words[j % 1300]}." for j in range(1500))
+    assert best_sentences(" ".join(words), [SourcePassage(1, body, title=" ".join(words))], [])
+
+
+def test_a_passage_with_a_long_title_is_read_once_for_all_its_sentences() -> None:
+    title = " ".join(f"t{i}" for i in range(100_000))
+    body = "\n\n".join(f"The plumber said x{j} today." for j in range(100))
+    assert best_sentences("what did the plumber say", [SourcePassage(1, body, title=title)], [])

@@ -71,8 +71,9 @@ def passage_heading(passage: common.Passage) -> str:
 # - bracketed numbers (`[7]`, `[1, 42]`), which a model copying the note would turn into citations of whatever
 #   passage has that number, and which a client links wherever they appear (code and `items[2]` included).
 _FRAME_NAMES = ("passages", "persona")
+# (`<\s*(?:/\s*)?`: two whitespace runs side by side, `<\s*/?\s*`, were tried every way, in quadratic time.)
 _DEFUSE = re.compile(
-    r"(?P<tag><\s*(?P<slash>/?)\s*(?P<name>" + "|".join(r"\s*".join(name) for name in _FRAME_NAMES) + "))"
+    r"(?P<tag><\s*(?:(?P<slash>/)\s*)?(?P<name>" + "|".join(r"\s*".join(name) for name in _FRAME_NAMES) + "))"
     r"|(?P<marker>\[(?P<numbers>\s*\d+(?:\s*,\s*\d+)*\s*)\])",
     re.IGNORECASE,
 )
@@ -107,7 +108,7 @@ def _defused(match: re.Match[str], markers_only: bool) -> str | None:
     if markers_only:
         return None
     name = "".join(match.group("name").split()).lower()
-    return f"\u2039{match.group('slash')}{name}"  # U+2039, a look-alike of `<` that opens no tag
+    return f"\u2039{match.group('slash') or ''}{name}"  # U+2039, a look-alike of `<` that opens no tag
 
 
 def _rewrite(text: str, *, markers_only: bool) -> str:

@@ -30,6 +30,7 @@ matches. When nothing does, the answer says so in one sentence and names the clo
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 import math
@@ -153,7 +154,8 @@ def _choose(words: list[frozenset[str]], candidates: list[Unit], later_first: bo
     said = [matched(s.terms) for s in candidates]
     stated = [said[i] | matched(s.heading) for i, s in enumerate(candidates)]
     named = [matched(s.context) for s in candidates]
-    frequency = [sum(1 for i in range(len(candidates)) if w in stated[i] | named[i]) for w in range(len(words))]
+    either = [stated[i] | named[i] for i in range(len(candidates))]
+    frequency = [sum(1 for found in either if w in found) for w in range(len(words))]
     weight = [math.log(1 + len(candidates) / count) if count else 0.0 for count in frequency]
 
     def answers(index: int, first: bool) -> bool:
@@ -161,7 +163,7 @@ def _choose(words: list[frozenset[str]], candidates: list[Unit], later_first: bo
         # "hot" of "How hot should the oven be for bread?" in a note on watering basil when it is hot), unless it
         # is the first quote, the search ranked its passage first and the sentence says the word itself: "slugs"
         # in the note on vegetable beds answers "How do I keep slugs off the plants?".
-        if len(words) <= 2 or len(stated[index] | named[index]) >= 2:
+        if len(words) <= 2 or len(either[index]) >= 2:
             return True
         return first and candidates[index].rank == 0 and bool(said[index])
 
@@ -429,7 +431,9 @@ class ExtractiveProvider(ChatProvider):
             pieces.append(NO_PASSAGES)
         else:
             earlier = [m.content for m in request.messages if m.role == "assistant"]
-            quotes = best_sentences(request.question, passages, earlier, request.later_first)
+            # Off the event loop: the choice is quick for a question and passages of honest size, but up to a second
+            # for a question of a thousand words over a passage of hundreds of sentences.
+            quotes = await asyncio.to_thread(best_sentences, request.question, passages, earlier, request.later_first)
             opening = None if quotes or request.later_first else day_opening(passages[0])
             if quotes:
                 pieces.append(QUOTES_FOLLOW)

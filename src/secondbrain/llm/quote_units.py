@@ -127,12 +127,17 @@ class _Reader:
     headings: dict[int, str] = field(default_factory=dict)
     units: list[Unit] = field(default_factory=list)
     position: int = 0
+    # The title's and upper headings' keys, by the headings: read once, not once per unit (a long title read for each
+    # of hundreds of units took seconds).
+    _context_keys: dict[tuple[str, ...], frozenset[str]] = field(default_factory=dict)
 
     def heading_keys(self, extra: str = "") -> tuple[frozenset[str], frozenset[str]]:
         levels = sorted(self.headings)
         nearest = self.headings[levels[-1]] if levels and levels[-1] > 1 else ""
-        above = [self.headings[level] for level in levels if self.headings[level] != nearest]
-        return key_set(f"{nearest} {extra}"), key_set(" ".join([*self.title, *above]))
+        context = (*self.title, *(self.headings[level] for level in levels if self.headings[level] != nearest))
+        if context not in self._context_keys:
+            self._context_keys[context] = key_set(" ".join(context))
+        return key_set(f"{nearest} {extra}"), self._context_keys[context]
 
     def skip(self) -> None:
         """Something not quoted comes next (a heading, a rule): the units on either side are not neighbours."""
