@@ -34,7 +34,8 @@ from secondbrain.ingest.note_blocks import ATOMIC_KINDS, LIST_KINDS, Block, Note
 # The version of what ingest makes of a note's text, its chunks and what is stored with them: raise it whenever the
 # same note would be stored differently, and the next sync reads every note again (keeping the vectors of unchanged
 # chunks). 2: long fences and tables in windows. 3: dates of notes and passages (secondbrain.ingest.note_dates).
-CHUNKING = 3
+# 4: a fence's or table's line too long for a chunk is cut, at words, into windows of its own.
+CHUNKING = 4
 
 # Reference point from the design: a 512-token encoder gets ~400-token chunks with 60 tokens of overlap.
 _REFERENCE_WINDOW = 512
@@ -421,8 +422,9 @@ class _Chunker:
     ) -> list[Chunk]:
         """A fence or table over `avail` as chunks of whole lines, each with the block's header (a fence's opening
         line, a table's header and delimiter rows) and a fence's closing line around as many of the lines between as
-        fit. A window the estimate got wrong is halved until it fits; a single line too long for any window gets one
-        of its own, over the budget."""
+        fit. A window the estimate got wrong is halved until it fits; a single line too long for any window is cut, at
+        words (else characters), into windows of its own: a megabyte-long line was once a chunk of a megabyte, which
+        every later reader (the search's highlighting, the prompt, the quoting provider) then had to read whole."""
         first, last = self.line_of(block.start) - 1, self.line_of(block.end - 1) - 1
         header_count, footer_count = block_windows.frame(self.lines[first : last + 1])
         header = list(range(first, first + header_count))
@@ -457,8 +459,20 @@ class _Chunker:
                 half = len(window) // 2
                 pending.extendleft([window[half:], window[:half]])
                 continue
+            if chunk.oversized:
+                for piece in self.line_pieces(window[0], max(avail - frame_tokens, 1)):
+                    text = "\n".join([*head, piece, *tail])
+                    chunks.append(self.make_window(first_index + len(chunks), path, prefix, text, start, end))
+                continue
             chunks.append(chunk)
         return chunks
+
+    def line_pieces(self, line: int, limit: int) -> list[str]:
+        """Body line `line` (by index) cut into pieces of at most `limit` tokens, at words, else characters."""
+        start = self.line_starts[line]
+        end = start + len(self.lines[line])
+        guess = (end - start) // _GUESS_CHARS_PER_TOKEN + 1
+        return [self.body[unit.start : unit.end] for unit in self.group(start, end, guess, limit, level=1)]
 
     def line_tokens(self, line: int) -> int:
         """Tokens of one body line (by index), counted once."""

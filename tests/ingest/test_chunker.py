@@ -254,11 +254,26 @@ def test_a_windowed_tables_delimiter_row_is_repeated_in_its_shortest_form() -> N
     assert [row for chunk in chunks for row in chunk.text.split("\n")[2:]] == rows
 
 
-def test_a_table_row_too_long_for_any_window_gets_one_of_its_own() -> None:
+def test_a_table_row_too_long_for_any_window_is_cut_into_windows_of_its_own() -> None:
     rows = ["| short | row |", "| " + "long " * 60 + "| row |", "| last | row |"]
     chunks = chunks_of("| h | i |\n|---|---|\n" + "\n".join(rows) + "\n")
-    assert [chunk.text.split("\n")[2:] for chunk in chunks] == [[row] for row in rows]
-    assert [chunk.oversized for chunk in chunks] == [False, True, False]
+    held = [chunk.text.split("\n")[2:] for chunk in chunks]
+    assert held[0] == [rows[0]] and held[-1] == [rows[2]]
+    # The long row, cut at words into windows that each fit, every word once and in order; each repeats the header.
+    assert len(held) > 3 and all(len(rows_held) == 1 for rows_held in held)
+    assert " ".join(rows_held[0] for rows_held in held[1:-1]).split() == rows[1].split()
+    assert all(chunk.text.startswith("| h | i |\n|---|---|\n") and not chunk.oversized for chunk in chunks)
+
+
+def test_a_fence_line_of_a_megabyte_is_cut_into_windows_that_fit() -> None:
+    # Once a chunk of its own, of a megabyte: the prompt, the quoting provider and the search's highlighting then
+    # read it whole, and retrieval always keeps its best passage, however long.
+    line = " ".join(f"v{i}" for i in range(150_000))
+    chunks = chunks_of(f"```\nshort()\n{line}\n```\n", ChunkBudget(max_tokens=400, overlap_tokens=40), cl100k)
+    assert all(not chunk.oversized and chunk.text.startswith("```\n") for chunk in chunks)
+    assert max(len(chunk.content) for chunk in chunks) < 4_000
+    inner = [chunk.text.split("\n")[1:-1] for chunk in chunks]
+    assert " ".join(part for parts in inner for part in parts).split() == ["short()", *line.split()]
 
 
 def test_a_fence_that_fits_is_packed_like_any_block() -> None:
@@ -381,9 +396,15 @@ def check_invariants(text: str, chunks: list[Chunk], note: ParsedNote, budget: C
     for chunk in chunks:
         assert chunk.text.strip(), "no empty chunks"
         if chunk.window:
-            # A window of a fence or table: the note's lines start_line..end_line, with the block's header around them.
-            assert "\n".join(lines[chunk.start_line - 1 : chunk.end_line]) in chunk.text
-            assert {delimiter_row(line) for line in chunk.text.split("\n")} <= {delimiter_row(line) for line in lines}
+            # A window of a fence or table: the note's lines start_line..end_line, with the block's header around them;
+            # or, of a line too long for any window, a piece of it (a piece of some line of the note, as every line of
+            # a window is).
+            rows = {delimiter_row(line) for line in lines}
+            if "\n".join(lines[chunk.start_line - 1 : chunk.end_line]) in chunk.text:
+                assert {delimiter_row(line) for line in chunk.text.split("\n")} <= rows
+            else:
+                parts = chunk.text.split("\n")
+                assert all(delimiter_row(part) in rows or any(part in line for line in lines) for part in parts)
         else:
             assert " ".join(chunk.text.split()) in flat_body, "the note's own text, in the note's order"
         prefix = " > ".join((note.title, *chunk.heading_path))
@@ -490,7 +511,10 @@ def test_generated_documents_keep_every_rule(document: tuple[str, list], budget:
             opening = lines[fence_start - 1]
             _, _, inner = windows_of(holders, 1, 1 if fence_end > fence_start else 0)
             assert all(chunk.text.split("\n")[0] == opening for chunk in holders)
-            assert inner == lines[fence_start : fence_end - 1]
+            fence_lines = lines[fence_start : fence_end - 1]
+            assert " ".join(inner).split() == " ".join(fence_lines).split(), "every word once, in order"
+            if all(line in fence_lines for line in inner):  # no line cut: every line whole, once, in order
+                assert inner == fence_lines
         elif holders and fence_end > fence_start:
             assert holders[0].start_line <= fence_start and holders[0].end_line >= fence_end
             assert "\n".join(lines[fence_start - 1 : fence_end]) in holders[0].text
