@@ -76,7 +76,7 @@ def test_a_long_question_has_its_time_read_from_its_close_then_its_opening(monke
         question_time, "search_dates", lambda text, **kw: read.append(len(text)) or search_dates(text, **kw)
     )
     pasted = " ".join(["On 3 March 2025 the roofer came; 4 May 2025 the plumber."] * 150)
-    asked = read_time(f"Here is what I wrote: {pasted} What did I decide about it last week?", NOW)
+    asked = read_time(f"Here is what I wrote: {pasted} What did I decide about it last week?\n", NOW)
     assert asked.range is not None and asked.range.describe() == "Notes dated 23\u201329 November 2026"
     assert "last week" not in asked.query and "3 March 2025" in asked.query
     opening = read_time(f"What did I decide last week about this: {pasted} (from my notes)", NOW)

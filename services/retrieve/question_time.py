@@ -152,7 +152,7 @@ def read_time(question: str, now: datetime) -> TimeIntent:
     opening = _SENTENCE_END.search(question, 0, EDGE_CHARS)
     head_end = opening.end() if opening is not None else EDGE_CHARS
     tail_start = len(question) - EDGE_CHARS
-    for close in _SENTENCE_END.finditer(question, tail_start):
+    for close in _SENTENCE_END.finditer(question, tail_start, len(question.rstrip())):  # not the closing "?\n"
         tail_start = close.end()
     head, middle, tail = question[:head_end], question[head_end:tail_start], question[tail_start:]
     for edge, before, after in ((tail, head + middle, ""), (head, "", middle + tail)):
