@@ -214,8 +214,8 @@ class Retriever:
         now = options.now or self._now()
         timed = None
         if self.settings.read_time:
-            # A question's time takes well under a millisecond to read; a long question's, up to a quarter of a
-            # second, read off the event loop so that other calls go on meanwhile.
+            # A question's time takes well under a millisecond to read; a long question's up to a few tenths of a
+            # second (question_time.EDGE_CHARS), so it is read off the event loop and other calls go on meanwhile.
             if len(text) <= EDGE_CHARS:
                 timed = time_scope.scope(text, now, filters)
             else:
