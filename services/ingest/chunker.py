@@ -34,7 +34,8 @@ from secondbrain.ingest.note_blocks import ATOMIC_KINDS, LIST_KINDS, Block, Note
 # The version of what ingest makes of a note's text, its chunks and what is stored with them: raise it whenever the
 # same note would be stored differently, and the next sync reads every note again (keeping the vectors of unchanged
 # chunks). 2: long fences and tables in windows. 3: dates of notes and passages (secondbrain.ingest.note_dates).
-# 4: a fence's or table's line too long for a chunk is cut, at words, into windows of its own.
+# 4: a fence's or table's line too long for a chunk is cut, at words, into windows of its own; a title is at most
+# 200 characters (note.MAX_TITLE_CHARS).
 CHUNKING = 4
 
 # Reference point from the design: a 512-token encoder gets ~400-token chunks with 60 tokens of overlap.

@@ -226,7 +226,23 @@ def _mask_inline_code(line: str) -> str:
     return "".join(pieces)
 
 
+# A longer title is not one a person reads as a title (a first heading that is a paragraph, or a planted megabyte,
+# which every passage of the note would carry into the prompt): it is cut there, ending in '…'.
+MAX_TITLE_CHARS = 200
+
+
+def as_title(text: str) -> str:
+    """`text` as a note's title: at most MAX_TITLE_CHARS, else cut there with '…'."""
+    return text if len(text) <= MAX_TITLE_CHARS else text[:MAX_TITLE_CHARS].rstrip() + "…"
+
+
 def _title(path: str, frontmatter: dict[str, Any], body: list[str], masked: list[str], warnings: list[str]) -> str:
+    return as_title(_whole_title(path, frontmatter, body, masked, warnings))
+
+
+def _whole_title(
+    path: str, frontmatter: dict[str, Any], body: list[str], masked: list[str], warnings: list[str]
+) -> str:
     """Front matter `title`, else the first level-1 ATX heading outside code, else the file name."""
     title = frontmatter.get("title")
     if isinstance(title, str) and title.strip():

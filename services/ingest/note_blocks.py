@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 from markdown_it import MarkdownIt
 
+from secondbrain.ingest.note import as_title
+
 # Only the block structure is needed: skipping inline parsing makes markdown-it several times faster, and with
 # reference definitions off, `[id]: url` lines stay ordinary paragraphs instead of vanishing from the tokens.
 MARKDOWN = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join", "reference"])
@@ -69,7 +71,11 @@ class NoteBlocks:
     def heading_path(self, stack: list[tuple[int, str]]) -> tuple[str, ...]:
         """Heading texts outermost first; an H1 that repeats the title is left out, it is already in the prefix."""
         title = " ".join(self.title.split()).casefold()
-        return tuple(text for level, text in stack if text and not (level == 1 and text.casefold() == title))
+        return tuple(
+            text
+            for level, text in stack
+            if text and not (level == 1 and " ".join(as_title(text).split()).casefold() == title)
+        )
 
     def fill_gaps(self, nodes: list[Block], start: int, end: int) -> list[Block]:
         """`nodes` in line order, plus a text block for each run of non-blank lines in [start, end) they miss.
