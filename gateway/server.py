@@ -21,6 +21,7 @@ from secondbrain.gateway.envoy_config import envoy_workdir, local_layout, render
 from secondbrain.gateway.request_message import BODY_TIMEOUT_SECONDS
 from secondbrain.gateway.shim import create_app
 from secondbrain.jsonlog import configure_logging
+from secondbrain.service.auth import is_loopback
 from secondbrain.service.client_address import networks
 from secondbrain.service.tracing import configure_tracing
 
@@ -75,6 +76,7 @@ async def start_shim(
         body_timeout=body_timeout,
         proxies=networks(settings.trusted_proxies),
         trusted_hops=settings.trusted_proxy_hops,
+        metrics_open=not is_loopback(settings.metrics_host),
     )
     config = uvicorn.Config(
         app,

@@ -40,6 +40,7 @@ from secondbrain.gateway.openapi import openapi_document
 from secondbrain.gateway.proto_json import to_json
 from secondbrain.gateway.request_message import BODY_TIMEOUT_SECONDS, REQUEST_TIMEOUT, request_message
 from secondbrain.gateway.sse import event_stream
+from secondbrain.service.auth import is_loopback
 from secondbrain.service.client_address import LOOPBACK, Network, networks
 from secondbrain.service.observe import HTTP_DURATION, HTTP_REQUESTS, usable_request_id
 from secondbrain.service.tracing import server_span
@@ -147,6 +148,7 @@ def create_app(
     body_timeout: float = BODY_TIMEOUT_SECONDS,
     proxies: Sequence[Network] = networks(LOOPBACK),
     trusted_hops: int = 0,
+    metrics_open: bool = False,
 ) -> ASGIApp:
     """The shim over `backends`; the built web UI from `ui_dir` under `/` when it exists. `proxies` (and the
     `trusted_hops` in front of them) say whose `x-forwarded-for` names the client."""
@@ -159,6 +161,17 @@ def create_app(
         return JSONResponse({"status": "ok"})
 
     async def metrics(request: Request) -> Response:
+        # They need no token, so they are this machine's unless SECONDBRAIN_METRICS_HOST opens them (Envoy never
+        # passes /metrics on; this is the shim's own port).
+        peer = request.client.host if request.client else ""
+        if not metrics_open and not is_loopback(peer):
+            return JSONResponse(
+                {
+                    "error": "metrics are served to this machine only; set SECONDBRAIN_METRICS_HOST to serve them to "
+                    "others"
+                },
+                status_code=403,
+            )
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
     async def ui_not_built(request: Request) -> Response:

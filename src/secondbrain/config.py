@@ -120,6 +120,12 @@ class Settings(BaseSettings):
         description="Addresses or CIDR blocks, comma-separated, of the proxies whose x-forwarded-for is believed "
         "(Envoy and the shim reaching chat, Envoy reaching the shim); from any other peer the header is ignored.",
     )
+    metrics_host: str = Field(
+        default="127.0.0.1",
+        description="Who may read the Prometheus metrics, which need no token: the gRPC services bind their /metrics "
+        "to it, and the shim answers /metrics to other machines only when it is not loopback. Kubernetes sets "
+        "0.0.0.0, behind its network policies.",
+    )
     metrics_port: int | None = Field(
         default=None,
         ge=0,

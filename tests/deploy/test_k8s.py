@@ -165,6 +165,8 @@ def test_network_policies_let_each_port_be_reached_only_by_its_callers(rendered:
     for service in SERVICES:
         assert admitted(service, "metrics") == {"prometheus, any namespace"}, "metrics need no token"
     assert admitted("postgres", "postgres") == {"migrate", "ingest", "retrieve", "chat"}
+    # The services serve their metrics beyond loopback here, where these policies keep them to Prometheus.
+    assert by_kind(rendered, "ConfigMap")["secondbrain-config"]["data"]["SECONDBRAIN_METRICS_HOST"] == "0.0.0.0"
     # Every port a pod opens is let in from someone: a port no policy names would be silently unreachable.
     for name, spec in _pod_specs(rendered).items():
         for container in spec["containers"]:

@@ -18,7 +18,9 @@ import httpx2
 import pytest
 
 from secondbrain.config import load_settings
+from secondbrain.gateway.backends import Backends
 from secondbrain.gateway.server import RunningShim, start_shim
+from secondbrain.gateway.shim import create_app
 
 TOKEN = "s3cret-token-for-tests-0123456789"
 BODY_TIMEOUT_SECONDS = 1.0
@@ -296,3 +298,24 @@ async def test_a_request_id_that_cannot_be_one_is_replaced_not_a_500(client: htt
 async def test_a_usable_request_id_is_kept(client: httpx2.AsyncClient) -> None:
     response = await client.get("/api/search", params={"query": "kitchen"}, headers={"x-request-id": "abc-123"})
     assert response.headers["x-request-id"] == "abc-123"
+
+
+@pytest.mark.parametrize(
+    ("peer", "metrics_open", "status"),
+    [
+        ("127.0.0.1", False, 200),
+        ("::ffff:127.0.0.1", False, 200),
+        ("203.0.113.7", False, 403),
+        ("203.0.113.7", True, 200),
+    ],
+)
+async def test_the_shims_metrics_are_this_machines_unless_opened(peer: str, metrics_open: bool, status: int) -> None:
+    # They need no token: with the shim on 0.0.0.0 another machine reads them only if SECONDBRAIN_METRICS_HOST says.
+    app = create_app(Backends({}, "a-token-of-sixteen-chars"), "a-token-of-sixteen-chars", metrics_open=metrics_open)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app, client=(peer, 4242)), base_url="http://x") as c:
+        response = await c.get("/metrics")
+    assert response.status_code == status
+    if status == 403:
+        assert "SECONDBRAIN_METRICS_HOST" in response.json()["error"]
+    else:
+        assert "secondbrain_http_requests_total" in response.text

@@ -45,9 +45,12 @@ def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        address = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return False
+    # A peer of a dual-stack socket (`::ffff:127.0.0.1`) is the IPv4 address it maps.
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    return (mapped or address).is_loopback
 
 
 # The names by which a request is addressed to this machine and no other, as Envoy routes them too. `.localhost` is

@@ -51,6 +51,6 @@ async def serve(
     metrics_port = (
         settings.metrics_port if settings.metrics_port is not None else (grpc_port + 1000 if grpc_port else 0)
     )
-    bound = start_metrics_server(settings.host, metrics_port)
-    log.info("metrics", extra={"url": f"http://{settings.host}:{bound}/metrics"})
+    bound = start_metrics_server(settings.metrics_host, metrics_port)
+    log.info("metrics", extra={"url": f"http://{settings.metrics_host}:{bound}/metrics"})
     await run_until_stopped(lambda: create_server(address, deps), db.close, settings.shutdown_grace_seconds, service)
