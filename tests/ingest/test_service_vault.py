@@ -4,6 +4,7 @@ search configuration), the agents in .claude/agents, and a sync interval that ke
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import grpc
 import pytest
@@ -95,17 +96,23 @@ async def test_a_sync_interval_keeps_the_index_in_step_with_no_one_calling_sync(
     await eventually_equal(notes, 2)
 
 
-async def test_a_service_with_a_vault_refuses_to_sync_another_folder(ingest: Ingest, tmp_path) -> None:
-    ingest.vault.write("Architecture.md", ARCHITECTURE)
-    await ingest.sync()
+async def _sync_another_folder(ingest: Ingest, tmp_path) -> tuple[Path, grpc.aio.AioRpcError]:
+    """A sync of a folder beside the vault, holding a note of its own; the error it was refused with."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "Secret.md").write_text("# Secret\n\nNot part of the vault.\n")
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         async for _ in ingest.stub.SyncVault(pb.SyncVaultRequest(vault_path=str(elsewhere))):
             pass
-    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "will not sync" in (raised.value.details() or "")
+    return elsewhere, raised.value
+
+
+async def test_a_service_with_a_vault_refuses_to_sync_another_folder(ingest: Ingest, tmp_path) -> None:
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    await ingest.sync()
+    _, refused = await _sync_another_folder(ingest, tmp_path)
+    assert refused.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "will not sync" in (refused.details() or "")
     status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
     assert [f.path for f in status.files] == ["Architecture.md"], "the index still holds the vault, untouched"
 
@@ -120,14 +127,9 @@ async def test_a_service_without_a_vault_keeps_the_folder_its_index_holds(
     for _ in range(2):
         events = [e async for e in ingest.stub.SyncVault(pb.SyncVaultRequest(vault_path=str(ingest.vault.root)))]
         assert events[-1].WhichOneof("event") == "done"
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    (elsewhere / "Secret.md").write_text("# Secret\n\nNot part of the vault.\n")
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        async for _ in ingest.stub.SyncVault(pb.SyncVaultRequest(vault_path=str(elsewhere))):
-            pass
-    assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    details = raised.value.details() or ""
+    elsewhere, refused = await _sync_another_folder(ingest, tmp_path)
+    assert refused.code() == grpc.StatusCode.FAILED_PRECONDITION
+    details = refused.details() or ""
     assert f"holds the notes of {ingest.vault.root.resolve()}" in details
     assert f"SECONDBRAIN_VAULT={elsewhere.resolve()}" in details
     status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True))
