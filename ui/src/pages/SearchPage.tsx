@@ -11,8 +11,10 @@ const MODES: [SearchMode, string][] = [
   [SearchMode.SEMANTIC, "Vector"],
 ];
 
-// The markdown renderer comes with the first results.
-const Snippet = lazy(() => import("../Markdown").then((module) => ({ default: module.Snippet })));
+// The markdown renderer comes with the first results: loaded while the first search runs, so its hits are shown
+// rendered, their words marked, rather than as plain text that is marked a moment later.
+const loadMarkdown = () => import("../Markdown");
+const Snippet = lazy(() => loadMarkdown().then((module) => ({ default: module.Snippet })));
 
 
 function list(text: string): string[] {
@@ -50,12 +52,15 @@ export function SearchPage() {
     setSearching(true);
     setError("");
     try {
-      const reply = await retrieve.search({
-        query,
-        mode,
-        limit: 20,
-        filters: { folders: list(folders), tags: list(tags), dateFrom: since, dateTo: until },
-      });
+      const [reply] = await Promise.all([
+        retrieve.search({
+          query,
+          mode,
+          limit: 20,
+          filters: { folders: list(folders), tags: list(tags), dateFrom: since, dateTo: until },
+        }),
+        loadMarkdown().catch(() => undefined), // if it fails to load, the snippets stay plain text
+      ]);
       setHits(reply.hits);
       setSearched(query.trim());
       setNote(reply.vectorArmRan || mode === SearchMode.KEYWORD ? "" : `Vector search did not run: ${reply.vectorArmSkippedReason}`);
