@@ -329,6 +329,26 @@ async def test_introduced_code_is_fenced_inside_the_quote() -> None:
     ), text
 
 
+async def test_a_how_to_question_gets_the_short_code_its_answer_is_followed_by() -> None:
+    """The code right after the prose answering "How do I …?" is the how, quoted fenced; asked "what" or "why", the
+    prose is the answer, and a block too long to quote whole is never cut."""
+    code = "fn read_lines(name: &str) -> Vec<String> {\n    read_to_string(name).unwrap().lines().collect()\n}"
+    notes = SourcePassage(1, f"A first attempt at reading the lines of a file.\n\n```rust\n{code}\n```")
+    text, _ = await answer("How do I read the lines of a file?", [notes])
+    assert text.removeprefix(PREAMBLE).endswith(
+        "\n> A first attempt at reading the lines of a file. [1]\n>\n> ```rust\n"
+        + "".join(f"> {line}\n" for line in code.splitlines())
+        + "> ```\n"
+    ), text
+    text, _ = await answer("What is a first attempt at reading the lines of a file?", [notes])
+    assert "```" not in text and "A first attempt at reading the lines of a file. [1]" in text
+    long = SourcePassage(
+        1, "A first attempt at reading the lines of a file.\n\n```rust\n" + "let x = 1;\n" * 13 + "```"
+    )
+    text, _ = await answer("How do I read the lines of a file?", [long])
+    assert "```" not in text and "A first attempt at reading the lines of a file. [1]" in text
+
+
 def test_a_how_to_question_gets_the_whole_numbered_list_of_steps() -> None:
     help_note = SourcePassage(
         1,

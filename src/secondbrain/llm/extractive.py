@@ -23,7 +23,7 @@ model is told to lead with the later of two passages that disagree: the tiles ch
 Each quote then gets a little context, so it reads as the note says it: the rest of its paragraph when that is short,
 the sentences around it that also speak of the question, what it introduces when it ends with a colon (a list, a
 sentence, a short code block, fenced), and for a "How do I ...?" question the whole numbered list of steps it is one
-of. Questions, pointers to the reader ("See [[X]]") and near-duplicates are not quoted, nor anything twice; open
+of, or the short code block right after it. Questions, pointers to the reader ("See [[X]]") and near-duplicates are not quoted, nor anything twice; open
 questions, sentences the conversation already quoted and notes about the vault itself are used only when nothing else
 matches. When nothing does, the answer says so in one sentence and names the closest notes.
 """
@@ -299,6 +299,12 @@ def _expand(
         elif parts[-1] is not unit:
             # The context's last sentence introduces what is not quoted: it would point at nothing.
             parts.pop()
+    elif how_to and parts[-1].kind == SENTENCE:
+        # "How do I …?" answered by prose that a short code block follows: the code is the how ("This might be a
+        # reasonable first attempt for reading lines from a file." over the function that does it).
+        following = _neighbour(parts[-1], candidates, 1)
+        if following is not None and following.kind == CODE and fits_code(following.text) and free(following):
+            code = following
     text = ""
     for previous, part in zip([None, *parts], parts, strict=False):
         said = f"{part.marker} {part.text}" if part.kind == ITEM and len(parts) > 1 else part.text
