@@ -124,6 +124,20 @@ async def test_a_run_the_parser_reads_as_a_host_or_file_is_indexed_in_linear_tim
     assert question_lexemes > 1
 
 
+async def test_a_note_of_many_sections_is_counted_in_linear_time(connection: asyncpg.Connection) -> None:
+    # Each section's chunks were counted by a subquery of its own over all of the note's chunks: 16,000 one-line
+    # sections kept a core busy past the 60 s statement timeout (a hostile probe's note of 165 KB).
+    sections = 16_000
+    await connection.execute("SET statement_timeout = '20s'")
+    texts = [f"x{i}" for i in range(sections)]
+    await store.write_note(connection, note("Headings.md", texts, [[f"h{i}"] for i in range(sections)]))
+    assert await connection.fetchval("SELECT sections FROM corpus_stats") == sections
+    # Written again with half its sections merged into one, the note counts each section once.
+    halves = [[f"h{i}"] if i % 2 else ["merged"] for i in range(sections)]
+    await store.write_note(connection, note("Headings.md", [*texts[:-1], "changed"], halves))
+    await assert_consistent(connection)
+
+
 async def test_parsable_text_splits_only_runs_of_a_hundred_characters(connection: asyncpg.Connection) -> None:
     parsable = "SELECT secondbrain_parsable($1)"
     prose = "A plain sentence, with https://example.org/a/path and snake_case_names, is left as it is."
