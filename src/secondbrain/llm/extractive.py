@@ -23,9 +23,10 @@ model is told to lead with the later of two passages that disagree: the tiles ch
 Each quote then gets a little context, so it reads as the note says it: the rest of its paragraph when that is short,
 the sentences around it that also speak of the question, what it introduces when it ends with a colon (a list, a
 sentence, a short code block, fenced), and for a "How do I ...?" question the whole numbered list of steps it is one
-of, or the short code block right after it. Questions, pointers to the reader ("See [[X]]") and near-duplicates are not quoted, nor anything twice; open
-questions, sentences the conversation already quoted and notes about the vault itself are used only when nothing else
-matches. When nothing does, the answer says so in one sentence and names the closest notes.
+of, or the short code block right after it. Questions, pointers to the reader ("See [[X]]") and near-duplicates are
+not quoted, nor anything twice; open questions, sentences the conversation already quoted and notes about the vault
+itself are used only when nothing else matches. When nothing does, the answer says so in one sentence and names the
+closest notes.
 """
 
 from __future__ import annotations
