@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from secondbrain import block_windows
+from secondbrain.errors import ResourceExhausted
 from secondbrain.ingest.note import ParsedNote
 from secondbrain.ingest.note_blocks import ATOMIC_KINDS, LIST_KINDS, Block, NoteBlocks, Section
 
@@ -110,9 +111,16 @@ class Chunk:
     window: bool = False
 
 
-def chunk_note(note: ParsedNote, budget: ChunkBudget, count_tokens: Callable[[str], int]) -> list[Chunk]:
-    """Split a parsed note into chunks of at most `budget.max_tokens` (a lone fence or table may exceed it)."""
-    return _Chunker(note, budget, count_tokens).run()
+class TooManyChunks(ResourceExhausted):
+    """The note makes more chunks than it may (`ingest.max_chunks_per_note`)."""
+
+
+def chunk_note(
+    note: ParsedNote, budget: ChunkBudget, count_tokens: Callable[[str], int], max_chunks: int | None = None
+) -> list[Chunk]:
+    """Split a parsed note into chunks of at most `budget.max_tokens` (a lone fence or table may exceed it). With
+    `max_chunks`, a note that makes more raises TooManyChunks as soon as it does, before the rest is chunked."""
+    return _Chunker(note, budget, count_tokens).run(max_chunks)
 
 
 @dataclass(frozen=True)
@@ -143,10 +151,15 @@ class _Chunker:
         self.line_starts = _line_starts(self.lines)
         self.span_tokens: dict[tuple[int, int], int] = {}
 
-    def run(self) -> list[Chunk]:
+    def run(self, max_chunks: int | None = None) -> list[Chunk]:
         chunks: list[Chunk] = []
         for section in self.blocks.sections():
             chunks.extend(self.chunk_section(section, first_index=len(chunks)))
+            if max_chunks is not None and len(chunks) > max_chunks:
+                raise TooManyChunks(
+                    f"the note makes more than {max_chunks:,} chunks, the limit (ingest.max_chunks_per_note): split "
+                    "it into smaller notes, or raise the limit in the vault's secondbrain.json"
+                )
         return chunks
 
     # --- units -----------------------------------------------------------------------------------------------

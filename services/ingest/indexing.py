@@ -19,7 +19,7 @@ from secondbrain.db import Database
 from secondbrain.embedding.base import Embedder
 from secondbrain.errors import FailedPrecondition, InvalidInput, NotFound, SecondbrainError
 from secondbrain.ingest import store
-from secondbrain.ingest.chunker import Chunk, ChunkBudget, chunk_note
+from secondbrain.ingest.chunker import Chunk, ChunkBudget, TooManyChunks, chunk_note
 from secondbrain.ingest.enrich import Contextualizer
 from secondbrain.ingest.events import FileDone, Outcome, Totals
 from secondbrain.ingest.note import ParsedNote, parse_note
@@ -122,9 +122,12 @@ class NoteIndexer:
             return budget
         return replace(budget, max_tokens=budget.max_tokens - CONTEXT_TOKENS)
 
-    def prepare(self, path: str, text: str, mtime: float, size: int, is_new: bool) -> PreparedNote:
+    def prepare(
+        self, path: str, text: str, mtime: float, size: int, is_new: bool, max_chunks: int | None = None
+    ) -> PreparedNote:
+        """Parse and chunk a note; TooManyChunks when it makes more than `max_chunks` (ingest.max_chunks_per_note)."""
         note = parse_note(path, text)
-        chunks = chunk_note(note, self.budget(), self.embedder.count_tokens)
+        chunks = chunk_note(note, self.budget(), self.embedder.count_tokens, max_chunks)
         warnings = list(note.warnings)
         if not chunks:
             warnings.append("the note has no text to index")
@@ -207,9 +210,10 @@ class NoteIndexer:
         totals: Totals,
         force: bool,
         record: Recorder,
+        max_chunks: int | None = None,
     ) -> AsyncIterator[FileDone]:
         """Index `files` (what the index knows of them in `index`), yielding each as it is done; `record` stores a
-        written note's outcome in the note's own transaction."""
+        written note's outcome in the note's own transaction. A note making more than `max_chunks` chunks fails."""
         group: list[PreparedNote] = []
         in_flight: tuple[list[PreparedNote], asyncio.Task[int]] | None = None
         try:
@@ -232,7 +236,18 @@ class NoteIndexer:
                             await store.mark_failed(connection, file.path, reason, file.size, mtime)
                     yield totals.report(file.path, Outcome.FAILED, error=reason)
                     continue
-                prepared = await asyncio.to_thread(self.prepare, file.path, text, file.mtime, file.size, known is None)
+                try:
+                    prepared = await asyncio.to_thread(
+                        self.prepare, file.path, text, file.mtime, file.size, known is None, max_chunks
+                    )
+                except TooManyChunks as error:
+                    # Skipped and reported like a note over the size limit; a version indexed before stays.
+                    async with self.db.pool.acquire() as connection:
+                        await store.mark_failed(
+                            connection, file.path, str(error), file.size, store.to_datetime(file.mtime)
+                        )
+                    yield totals.report(file.path, Outcome.FAILED, error=str(error))
+                    continue
                 if unchanged_content(known, prepared.note.content_hash, force):
                     # Touched but not changed: remember the new mtime so the next sync skips it without reading.
                     async with self.db.pool.acquire() as connection:

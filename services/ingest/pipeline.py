@@ -253,7 +253,9 @@ class Ingestor:
             )
         if stored is None:
             await self._ensure_model(model)
-        prepared = await asyncio.to_thread(self.indexer.prepare, path, text, time.time(), size, known is None)
+        prepared = await asyncio.to_thread(
+            self.indexer.prepare, path, text, time.time(), size, known is None, self.ingest.max_chunks_per_note
+        )
         if unchanged_content(known, prepared.note.content_hash):
             return UpsertResult(Outcome.UNCHANGED, 0, tuple(prepared.warnings))
         await self.indexer.add_contexts_and_known_vectors(prepared, known)

@@ -20,11 +20,13 @@ from pathlib import Path
 import asyncpg
 
 from secondbrain.db import Database
+from secondbrain.errors import ConfigError
 from secondbrain.ingest import store
 from secondbrain.ingest.events import FileDone, Outcome, Totals
 from secondbrain.ingest.indexing import GROUP_NOTES, NoteIndexer
 from secondbrain.ingest.note_paths import note_path
 from secondbrain.ingest.vault_walk import VaultFile
+from secondbrain.vault_config import IngestSection, load_vault_config
 
 log = logging.getLogger(__name__)
 
@@ -134,9 +136,19 @@ class WorkQueue:
             if not kept:
                 log.warning("a queued file's claim was taken over before it finished", extra={"path": event.path})
 
-        async for event in self.indexer.index_files(files, index, Totals(), force, record):
+        max_chunks = await asyncio.to_thread(_max_chunks, Path(items[0].vault_path)) if items else None
+        async for event in self.indexer.index_files(files, index, Totals(), force, record, max_chunks):
             if not event.recorded:
                 async with self.db.pool.acquire() as connection:
                     await record(connection, event)
             finished += 1
         return finished
+
+
+def _max_chunks(vault: Path) -> int:
+    """The vault's ingest.max_chunks_per_note, read afresh as its sync read it (a sync refuses a vault whose
+    secondbrain.json is bad, so the default stands in only for one broken since)."""
+    try:
+        return load_vault_config(vault).ingest.max_chunks_per_note
+    except ConfigError:
+        return IngestSection().max_chunks_per_note

@@ -37,6 +37,13 @@ class IngestSection(_Section):
     max_file_bytes: int = Field(
         default=10 * 1024 * 1024, ge=1, description="Larger notes are skipped and reported, not indexed."
     )
+    max_chunks_per_note: int = Field(
+        default=10_000,
+        ge=1,
+        description="A note that makes more chunks is skipped and reported, not indexed: each chunk is embedded and "
+        "stored, and a note of thousands of one-line sections makes one a line. The default is what 10 MB of prose "
+        "makes.",
+    )
 
 
 # How the bundled local model runs (`embedding.runtime`): read by the embedder, offered by `secondbrain prepare-model`.

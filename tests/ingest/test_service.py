@@ -172,12 +172,16 @@ async def test_a_code_line_longer_than_a_chunk_is_embedded_whole_in_windows(inge
 
 
 async def test_bad_files_fail_one_by_one_and_the_rest_goes_on(ingest: Ingest, tmp_path) -> None:
-    ingest.vault.configure(embedding={"provider": "openai"}, ingest={"max_file_bytes": 100_000})
+    ingest.vault.configure(
+        embedding={"provider": "openai"}, ingest={"max_file_bytes": 100_000, "max_chunks_per_note": 50}
+    )
     ingest.vault.write("Good.md", ARCHITECTURE)
     (ingest.vault.root / "Binary.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00IHDR")
     (ingest.vault.root / "Latin1.md").write_bytes("# Café\n\nCrème brûlée.\n".encode("latin-1"))
     ingest.vault.write("Empty.md", "")
     ingest.vault.write("Huge.md", "# Huge\n\n" + "word " * 30_000)
+    # Small, but each one-line section is a chunk of its own: 60 of them, over the limit of 50.
+    ingest.vault.write("Sections.md", "".join(f"# h{i}\nx\n" for i in range(60)))
     ingest.vault.write("Broken front matter.md", "---\ntitle: [unclosed\n---\n# Still here\n\nBody text survives.\n")
     ingest.vault.write("Nested.md", "".join("  " * depth + "- level\n" for depth in range(300)))
     outside = tmp_path / "outside.md"
@@ -196,6 +200,7 @@ async def test_bad_files_fail_one_by_one_and_the_rest_goes_on(ingest: Ingest, tm
         ("Binary.md", "binary"),
         ("Latin1.md", "UTF-8"),
         ("Huge.md", "max_file_bytes"),
+        ("Sections.md", "max_chunks_per_note"),
         ("Escape.md", "outside the vault"),
     ]:
         assert done[path].outcome == pb.FILE_OUTCOME_FAILED, path
@@ -203,7 +208,7 @@ async def test_bad_files_fail_one_by_one_and_the_rest_goes_on(ingest: Ingest, tm
     assert "Outside the vault" not in " ".join(ingest.embedded_texts())
 
     reasons = await failed_reasons(ingest)
-    assert set(reasons) == {"Binary.md", "Latin1.md", "Huge.md", "Escape.md"}
+    assert set(reasons) == {"Binary.md", "Latin1.md", "Huge.md", "Sections.md", "Escape.md"}
     assert all(reasons.values())
 
 
@@ -247,6 +252,19 @@ async def test_upsert_over_the_size_limit_is_resource_exhausted(ingest: Ingest) 
         await ingest.stub.UpsertNote(pb.UpsertNoteRequest(path="Big.md", markdown="x" * 101))
     assert raised.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "ingest.max_file_bytes" in raised.value.details()
+
+
+async def test_upsert_of_a_note_with_too_many_chunks_is_refused_and_keeps_the_stored_version(ingest: Ingest) -> None:
+    await ingest.restart(embedding={"provider": "openai"}, ingest={"max_chunks_per_note": 50})
+    await ingest.stub.UpsertNote(pb.UpsertNoteRequest(path="Log.md", markdown=ARCHITECTURE))
+    stored = await chunks_of(ingest, "Log.md")
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        sections = "".join(f"# h{i}\nx\n" for i in range(60))
+        await ingest.stub.UpsertNote(pb.UpsertNoteRequest(path="Log.md", markdown=sections))
+    assert raised.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "more than 50 chunks" in raised.value.details()
+    assert "ingest.max_chunks_per_note" in raised.value.details()
+    assert await chunks_of(ingest, "Log.md") == stored, "nothing already stored is lost"
 
 
 async def test_switching_the_model_reembeds_everything(ingest: Ingest) -> None:
