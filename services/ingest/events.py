@@ -32,10 +32,14 @@ class Totals:
     failed: int = 0
     chunks_embedded: int = 0
 
-    def count(self, outcome: Outcome) -> None:
+    def count(self, outcome: Outcome, by: int = 1) -> None:
         if outcome is not Outcome.DELETED:
-            self.files_done += 1
-        setattr(self, outcome.value, getattr(self, outcome.value) + 1)
+            self.files_done += by
+        setattr(self, outcome.value, getattr(self, outcome.value) + by)
+
+    def uncount(self, outcome: Outcome) -> None:
+        """Take back a file counted before its outcome stood (a note that then could not be stored)."""
+        self.count(outcome, by=-1)
 
     def report(
         self,

@@ -16,6 +16,7 @@ import asyncpg
 import numpy as np
 
 from secondbrain.db import Database
+from secondbrain.db.database import lost_database
 from secondbrain.embedding.base import Embedder
 from secondbrain.errors import FailedPrecondition, InvalidInput, NotFound, SecondbrainError
 from secondbrain.ingest import store
@@ -297,5 +298,26 @@ class NoteIndexer:
             )
             # The note and its queue row's outcome in one transaction: a worker killed between the two would leave
             # a note stored that no sync counts as written.
-            await self.write(prepared, lambda connection, event=event: record(connection, event))
+            try:
+                await self.write(prepared, lambda connection, event=event: record(connection, event))
+            except (asyncpg.PostgresError, TimeoutError) as error:
+                if lost_database(error) is not None:
+                    raise  # not this note's fault: the sync ends, saying the database is gone
+                # This note could not be stored (nothing of it was: the transaction rolled back); the rest go on.
+                totals.uncount(outcome)
+                reason = _not_stored(error)
+                async with self.db.pool.acquire() as connection:
+                    await store.mark_failed(connection, prepared.note.path, reason, prepared.size, prepared.mtime)
+                yield totals.report(prepared.note.path, Outcome.FAILED, error=reason)
+                continue
             yield event
+
+
+def _not_stored(error: asyncpg.PostgresError | TimeoutError) -> str:
+    """Why a note could not be stored, as its file's status says it."""
+    if isinstance(error, (asyncpg.QueryCanceledError, TimeoutError)):
+        return (
+            "not stored: writing it took longer than the database allows; a note of very many chunks can, so split "
+            "it or lower ingest.max_chunks_per_note"
+        )
+    return f"not stored: the database refused it ({type(error).__name__}: {str(error)[:200]})"

@@ -20,6 +20,7 @@ from pathlib import Path
 import asyncpg
 
 from secondbrain.db import Database
+from secondbrain.db.database import lost_database
 from secondbrain.errors import ConfigError
 from secondbrain.ingest import store
 from secondbrain.ingest.events import FileDone, Outcome, Totals
@@ -34,6 +35,8 @@ log = logging.getLogger(__name__)
 CLAIM_BATCH = 4 * GROUP_NOTES
 # A claim older than this is taken to belong to a worker that died, and is claimed again.
 LEASE_SECONDS = 600.0
+# A file claimed this many times without being finished fails rather than being claimed again.
+MAX_CLAIMS = 3
 # How often a sync looks for files other workers finished.
 FOLLOW_SECONDS = 0.1
 
@@ -98,6 +101,18 @@ class WorkQueue:
                 items = await store.claim(connection, self.worker_name, self.claim_batch, LEASE_SECONDS, run_id)
             if not items:
                 return finished
+            # A file whose every worker died on it (killed, out of memory) is not claimed forever, once a lease.
+            worn = [item for item in items if item.claims > MAX_CLAIMS]
+            if worn:
+                async with self.db.pool.acquire() as connection:
+                    for item in worn:
+                        reason = (
+                            f"indexing it did not finish in {MAX_CLAIMS} tries (each worker stopped before it was "
+                            "done); the ingest service's log has details"
+                        )
+                        await store.finish_item(connection, item.id, self.worker_name, "failed", 0, 0, reason, [])
+                finished += len(worn)
+                items = [item for item in items if item.claims <= MAX_CLAIMS]
             for force in (False, True):
                 batch = [item for item in items if item.force is force]
                 if batch:
@@ -137,11 +152,24 @@ class WorkQueue:
                 log.warning("a queued file's claim was taken over before it finished", extra={"path": event.path})
 
         max_chunks = await asyncio.to_thread(_max_chunks, Path(items[0].vault_path)) if items else None
-        async for event in self.indexer.index_files(files, index, Totals(), force, record, max_chunks):
-            if not event.recorded:
-                async with self.db.pool.acquire() as connection:
-                    await record(connection, event)
-            finished += 1
+        done = {path for path, item in by_path.items() if all(file.on_disk != item.path for file in files)}
+        try:
+            async for event in self.indexer.index_files(files, index, Totals(), force, record, max_chunks):
+                if not event.recorded:
+                    async with self.db.pool.acquire() as connection:
+                        await record(connection, event)
+                done.add(event.path)
+                finished += 1
+        except Exception as error:
+            if lost_database(error) is not None:
+                raise  # nothing can be recorded; the claims' leases run out and another worker takes them
+            # The batch's other files are not left claimed, or the sync following them would wait out the lease.
+            log.exception("indexing claimed files failed", extra={"paths": sorted(set(by_path) - done)})
+            reason = f"indexing it failed ({type(error).__name__}); the ingest service's log has details"
+            async with self.db.pool.acquire() as connection:
+                for path in sorted(set(by_path) - done):
+                    await store.finish_item(connection, by_path[path].id, self.worker_name, "failed", 0, 0, reason, [])
+                    finished += 1
         return finished
 
 

@@ -14,6 +14,7 @@ from secondbrain.db import Database
 from secondbrain.ingest import store
 from secondbrain.ingest.events import FileDone, Outcome, SyncFinished
 from secondbrain.ingest.pipeline import Ingestor
+from secondbrain.ingest.queue import MAX_CLAIMS
 from secondbrain.ingest.queue_worker import run_queue_worker
 from secondbrain.ingest.server import build_ingestor
 from tests.ingest.conftest import EMBEDDING_DIMENSION, Vault, embedded_texts, embedding_env
@@ -97,6 +98,25 @@ async def test_a_claim_whose_worker_died_is_taken_over_after_its_lease(shared: S
         row = await connection.fetchrow("SELECT state, outcome, claims FROM ingest_queue")
         assert not await store.finish_item(connection, taken[0].id, "dead-worker", "added", 1, 1, "", [])
     assert (row["state"], row["outcome"], row["claims"]) == ("done", "added", 2)
+
+
+async def test_a_file_every_worker_died_on_fails_after_its_last_try(shared: Shared) -> None:
+    """Its lease runs out again and again (each worker killed on it): the fourth claim finishes it as failed, so the
+    sync following it ends, rather than one more worker trying every ten minutes for ever."""
+    shared.vault.write("Deadly.md", "# Deadly\n\nA note every worker dies on.\n")
+    coordinator = shared.worker()
+    async with shared.db.pool.acquire() as connection:
+        run_id = await store.start_run(connection, str(shared.vault.root))
+        await store.enqueue(connection, run_id, str(shared.vault.root), False, ["Deadly.md"])
+        for attempt in range(MAX_CLAIMS):
+            assert len(await store.claim(connection, f"killed-{attempt}", 10, 0.0)) == 1
+        await connection.execute("UPDATE ingest_queue SET claimed_at = now() - interval '1 hour'")  # the last lease
+    assert await coordinator.queue.work(run_id) == 1
+    async with shared.db.pool.acquire() as connection:
+        row = await connection.fetchrow("SELECT state, outcome, error, claims FROM ingest_queue")
+    assert (row["state"], row["outcome"], row["claims"]) == ("done", "failed", MAX_CLAIMS + 1)
+    assert f"did not finish in {MAX_CLAIMS} tries" in row["error"]
+    assert shared.embedded_texts() == [], "not tried a fourth time"
 
 
 async def test_a_note_is_stored_with_its_queue_outcome_or_not_at_all(

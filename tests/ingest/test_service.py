@@ -3,6 +3,7 @@ embedding model, and never leave a note half-written."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import grpc
@@ -210,6 +211,32 @@ async def test_bad_files_fail_one_by_one_and_the_rest_goes_on(ingest: Ingest, tm
     reasons = await failed_reasons(ingest)
     assert set(reasons) == {"Binary.md", "Latin1.md", "Huge.md", "Sections.md", "Escape.md"}
     assert all(reasons.values())
+
+
+@pytest.mark.parametrize("refused", ["the note", "every write of its path"])
+async def test_a_note_the_database_refuses_fails_alone_and_the_sync_goes_on(ingest: Ingest, refused: str) -> None:
+    # The database refuses one note (as a write past its statement timeout was: the worker died of it, its queue row
+    # was left claimed, and the sync never ended). Refusing even the record of its failure, the worker still finishes
+    # the row as failed.
+    status = "'failed'" if refused == "the note" else "''"
+    async with ingest.db.pool.acquire() as connection:
+        await connection.execute(
+            f"""CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN IF NEW.path = 'Poison.md' AND NEW.status <> {status} THEN RAISE EXCEPTION 'refused for the test';
+               END IF; RETURN NEW; END $$;
+               CREATE TRIGGER refuse_poison BEFORE INSERT OR UPDATE ON vault_files
+                   FOR EACH ROW EXECUTE FUNCTION refuse_poison();"""
+        )
+    ingest.vault.write("Good.md", ARCHITECTURE)
+    ingest.vault.write("Poison.md", PLAN)
+    events = await asyncio.wait_for(ingest.sync(), 60)
+    done = files(events)
+    assert done["Good.md"].outcome == pb.FILE_OUTCOME_ADDED
+    assert done["Poison.md"].outcome == pb.FILE_OUTCOME_FAILED
+    assert ("refused for the test" if refused == "the note" else "RaiseError") in done["Poison.md"].error
+    finished = events[-1].done.totals
+    assert (finished.added, finished.failed, finished.files_done) == (1, 1, 2)
+    assert await chunks_of(ingest, "Poison.md") == []
 
 
 async def test_a_file_that_turns_bad_keeps_its_indexed_version(ingest: Ingest) -> None:

@@ -20,6 +20,7 @@ class QueueItem:
     vault_path: str
     path: str
     force: bool
+    claims: int = 1
 
 
 @dataclass(frozen=True)
@@ -66,14 +67,14 @@ async def claim(
             LIMIT $2
             FOR UPDATE SKIP LOCKED
         )
-        RETURNING id, run_id, vault_path, path, force
+        RETURNING id, run_id, vault_path, path, force, claims
         """,
         worker,
         limit,
         lease_seconds,
         run_id,
     )
-    items = [QueueItem(r["id"], r["run_id"], r["vault_path"], r["path"], r["force"]) for r in rows]
+    items = [QueueItem(r["id"], r["run_id"], r["vault_path"], r["path"], r["force"], r["claims"]) for r in rows]
     return sorted(items, key=lambda item: item.id)
 
 
