@@ -38,6 +38,10 @@ class ResourceExhausted(SecondbrainError):
     """The request is too large or a quota ran out."""
 
 
+class TimedOut(SecondbrainError):
+    """Something this depends on (the database) gave up on the request before it finished; a smaller one may not."""
+
+
 class ConfigError(SecondbrainError):
     """The configuration (environment or the vault's secondbrain.json) is invalid; the message names the key."""
 

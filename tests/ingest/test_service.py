@@ -239,6 +239,22 @@ async def test_a_note_the_database_refuses_fails_alone_and_the_sync_goes_on(inge
     assert await chunks_of(ingest, "Poison.md") == []
 
 
+async def test_an_upsert_the_database_gives_up_on_says_so(ingest: Ingest) -> None:
+    # The database cancelling the write (its statement timeout) was an INTERNAL error with nothing to act on.
+    async with ingest.db.pool.acquire() as connection:
+        await connection.execute(
+            """CREATE FUNCTION too_slow() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN RAISE EXCEPTION 'canceling statement due to statement timeout' USING ERRCODE = 'query_canceled';
+               END $$;
+               CREATE TRIGGER too_slow BEFORE INSERT ON vault_chunks FOR EACH ROW EXECUTE FUNCTION too_slow();"""
+        )
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await ingest.stub.UpsertNote(pb.UpsertNoteRequest(path="Slow.md", markdown=PLAN))
+    assert raised.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert "gave up on this request" in raised.value.details() and "fewer chunks" in raised.value.details()
+    assert await chunks_of(ingest, "Slow.md") == []
+
+
 async def test_a_file_that_turns_bad_keeps_its_indexed_version(ingest: Ingest) -> None:
     ingest.vault.write("Note.md", ARCHITECTURE)
     await ingest.sync()

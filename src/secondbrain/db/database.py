@@ -13,7 +13,7 @@ from pgvector.asyncpg import register_vector
 from secondbrain.config import Settings
 from secondbrain.db.embedded import start_embedded
 from secondbrain.db.migrate import migrate, pending
-from secondbrain.errors import FailedPrecondition, Unavailable
+from secondbrain.errors import FailedPrecondition, TimedOut, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,23 @@ def lost_database(error: BaseException) -> Unavailable | None:
             return Unavailable(
                 f"the database is not reachable ({type(cause).__name__}: {cause}); the request can be retried "
                 "when it is back, and the service reconnects by itself"
+            )
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def database_gave_up(error: BaseException) -> TimedOut | None:
+    """A TimedOut saying so, when `error` is the database giving up on a query (its statement timeout, or the pool's
+    command timeout); None otherwise. Found by a probe: a note the database took too long to store was an INTERNAL
+    error with nothing to act on."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, asyncpg.QueryCanceledError) or (
+            isinstance(cause, TimeoutError) and _raised_in_asyncpg(cause)
+        ):
+            return TimedOut(
+                "the database gave up on this request before it finished (its time limit); nothing of a write was "
+                "stored. A smaller request may go through: a note with fewer chunks or sections, a shorter question"
             )
         cause = cause.__cause__ or cause.__context__
     return None

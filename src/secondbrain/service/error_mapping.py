@@ -1,7 +1,8 @@
 """The one place domain errors become gRPC statuses.
 
-A server interceptor wraps every handler: a `SecondbrainError` becomes its status code with its message, and so does a
-lost database connection (UNAVAILABLE, saying so); any other exception is logged with its traceback and becomes
+A server interceptor wraps every handler: a `SecondbrainError` becomes its status code with its message, and so do a
+lost database connection (UNAVAILABLE, saying so) and a query the database gave up on (DEADLINE_EXCEEDED); any other
+exception is logged with its traceback and becomes
 INTERNAL with an id to find it in the log. Aborts raised by a handler itself (`context.abort`) and cancellations pass
 through untouched.
 """
@@ -18,7 +19,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError, Message
 
-from secondbrain.db.database import lost_database
+from secondbrain.db.database import database_gave_up, lost_database
 from secondbrain.errors import (
     ConfigError,
     FailedPrecondition,
@@ -26,6 +27,7 @@ from secondbrain.errors import (
     NotFound,
     ResourceExhausted,
     SecondbrainError,
+    TimedOut,
     Unavailable,
 )
 from secondbrain.service.handlers import HandlerInterceptor, with_behaviour
@@ -41,6 +43,7 @@ STATUS_OF: dict[type[SecondbrainError], grpc.StatusCode] = {
     ConfigError: grpc.StatusCode.FAILED_PRECONDITION,
     Unavailable: grpc.StatusCode.UNAVAILABLE,
     ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    TimedOut: grpc.StatusCode.DEADLINE_EXCEEDED,
 }
 
 
@@ -67,8 +70,8 @@ def details_of(error: Exception) -> str:
 
 
 async def _abort_for(error: Exception, context: grpc.aio.ServicerContext, method: str) -> None:
-    if not isinstance(error, SecondbrainError) and (lost := lost_database(error)) is not None:
-        error = lost
+    if not isinstance(error, SecondbrainError) and (known := lost_database(error) or database_gave_up(error)):
+        error = known
     if isinstance(error, SecondbrainError):
         code, details = status_for(error), details_of(error)
         log.info("request failed", extra={"method": method, "code": code.name, "error": details})
