@@ -136,6 +136,9 @@ async def test_a_note_of_many_sections_is_counted_in_linear_time(connection: asy
     halves = [[f"h{i}"] if i % 2 else ["merged"] for i in range(sections)]
     await store.write_note(connection, note("Headings.md", [*texts[:-1], "changed"], halves))
     await assert_consistent(connection)
+    # And deleted: the delete trigger's count of the sections left is one pass too.
+    await store.delete_notes(connection, ["Headings.md"])
+    assert await connection.fetchval("SELECT sections FROM corpus_stats") == 0
 
 
 async def test_parsable_text_splits_only_runs_of_a_hundred_characters(connection: asyncpg.Connection) -> None:
