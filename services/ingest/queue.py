@@ -123,6 +123,7 @@ class WorkQueue:
         # A queued path is the name on disk (see queue_and_follow); the note it holds goes by its NFC spelling.
         by_path = {note_path(item.path): item for item in items}
         files, finished = [], 0
+        done: set[str] = set()  # the note paths whose rows are finished
         for item in items:
             vault = Path(item.vault_path)
             try:
@@ -131,6 +132,7 @@ class WorkQueue:
                 reason = f"{item.path} can no longer be read ({error.strerror or error}); the next sync catches up"
                 async with self.db.pool.acquire() as connection:
                     await store.finish_item(connection, item.id, self.worker_name, "failed", 0, 0, reason, [])
+                done.add(note_path(item.path))
                 finished += 1
                 continue
             files.append(VaultFile(note_path(item.path), vault, stat.st_size, stat.st_mtime, on_disk=item.path))
@@ -152,7 +154,6 @@ class WorkQueue:
                 log.warning("a queued file's claim was taken over before it finished", extra={"path": event.path})
 
         max_chunks = await asyncio.to_thread(_max_chunks, Path(items[0].vault_path)) if items else None
-        done = {path for path, item in by_path.items() if all(file.on_disk != item.path for file in files)}
         try:
             async for event in self.indexer.index_files(files, index, Totals(), force, record, max_chunks):
                 if not event.recorded:
