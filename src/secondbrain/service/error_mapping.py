@@ -2,9 +2,8 @@
 
 A server interceptor wraps every handler: a `SecondbrainError` becomes its status code with its message, and so do a
 lost database connection (UNAVAILABLE, saying so) and a query the database gave up on (DEADLINE_EXCEEDED); any other
-exception is logged with its traceback and becomes
-INTERNAL with an id to find it in the log. Aborts raised by a handler itself (`context.abort`) and cancellations pass
-through untouched.
+exception is logged with its traceback and becomes INTERNAL with an id to find it in the log. Aborts raised by a
+handler itself (`context.abort`) and cancellations pass through untouched.
 """
 
 from __future__ import annotations
