@@ -8,6 +8,7 @@ batches and sorts them by length), while the group before is written and the nex
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -27,6 +28,8 @@ from secondbrain.ingest.note import ParsedNote, parse_note
 from secondbrain.ingest.note_dates import DateSpan, note_date, passage_date
 from secondbrain.ingest.vault_walk import VaultFile, read_note_text
 from secondbrain.vault_files import OutsideVault
+
+log = logging.getLogger(__name__)
 
 # Room left in the encoder's window for the context line when enrichment is on.
 CONTEXT_TOKENS = 48
@@ -65,6 +68,8 @@ class PreparedNote:
     contexts: list[str]
     vectors: list[np.ndarray | None]
     warnings: list[str] = field(default_factory=list)
+    # Why the note is not to be indexed though it was read (it makes more chunks than allowed); "" when it is.
+    refused: str = ""
     embed_error: str = ""
     embedded: int = 0
     date: DateSpan | None = None
@@ -126,9 +131,15 @@ class NoteIndexer:
     def prepare(
         self, path: str, text: str, mtime: float, size: int, is_new: bool, max_chunks: int | None = None
     ) -> PreparedNote:
-        """Parse and chunk a note; TooManyChunks when it makes more than `max_chunks` (ingest.max_chunks_per_note)."""
+        """Parse and chunk a note. One making more than `max_chunks` chunks (ingest.max_chunks_per_note) comes back
+        with none and `refused` saying why, so a caller can still see it unchanged (a limit lowered since it was
+        indexed refuses only its next version)."""
         note = parse_note(path, text)
-        chunks = chunk_note(note, self.budget(), self.embedder.count_tokens, max_chunks)
+        refused = ""
+        try:
+            chunks = chunk_note(note, self.budget(), self.embedder.count_tokens, max_chunks)
+        except TooManyChunks as error:
+            chunks, refused = [], str(error)
         warnings = list(note.warnings)
         if not chunks:
             warnings.append("the note has no text to index")
@@ -143,6 +154,7 @@ class NoteIndexer:
             contexts=[""] * len(chunks),
             vectors=[None] * len(chunks),
             warnings=warnings,
+            refused=refused,
         )
 
     async def add_contexts_and_known_vectors(self, prepared: PreparedNote, known: store.IndexedFile | None) -> None:
@@ -237,23 +249,20 @@ class NoteIndexer:
                             await store.mark_failed(connection, file.path, reason, file.size, mtime)
                     yield totals.report(file.path, Outcome.FAILED, error=reason)
                     continue
-                try:
-                    prepared = await asyncio.to_thread(
-                        self.prepare, file.path, text, file.mtime, file.size, known is None, max_chunks
-                    )
-                except TooManyChunks as error:
-                    # Skipped and reported like a note over the size limit; a version indexed before stays.
-                    async with self.db.pool.acquire() as connection:
-                        await store.mark_failed(
-                            connection, file.path, str(error), file.size, store.to_datetime(file.mtime)
-                        )
-                    yield totals.report(file.path, Outcome.FAILED, error=str(error))
-                    continue
+                prepared = await asyncio.to_thread(
+                    self.prepare, file.path, text, file.mtime, file.size, known is None, max_chunks
+                )
                 if unchanged_content(known, prepared.note.content_hash, force):
                     # Touched but not changed: remember the new mtime so the next sync skips it without reading.
                     async with self.db.pool.acquire() as connection:
                         await store.touch(connection, file.path, file.size, prepared.mtime)
                     yield totals.report(file.path, Outcome.UNCHANGED)
+                    continue
+                if prepared.refused:
+                    # Skipped and reported like a note over the size limit; a version indexed before stays.
+                    async with self.db.pool.acquire() as connection:
+                        await store.mark_failed(connection, file.path, prepared.refused, file.size, prepared.mtime)
+                    yield totals.report(file.path, Outcome.FAILED, error=prepared.refused)
                     continue
                 await self.add_contexts_and_known_vectors(prepared, known)
                 group.append(prepared)
@@ -306,8 +315,14 @@ class NoteIndexer:
                 # This note could not be stored (nothing of it was: the transaction rolled back); the rest go on.
                 totals.uncount(outcome)
                 reason = _not_stored(error)
-                async with self.db.pool.acquire() as connection:
-                    await store.mark_failed(connection, prepared.note.path, reason, prepared.size, prepared.mtime)
+                try:
+                    async with self.db.pool.acquire() as connection:
+                        await store.mark_failed(connection, prepared.note.path, reason, prepared.size, prepared.mtime)
+                except (asyncpg.PostgresError, TimeoutError) as also:
+                    if lost_database(also) is not None:
+                        raise
+                    # The sync still reports it failed; only its status row keeps what it said before.
+                    log.warning("could not mark a note failed", extra={"path": prepared.note.path}, exc_info=True)
                 yield totals.report(prepared.note.path, Outcome.FAILED, error=reason)
                 continue
             yield event

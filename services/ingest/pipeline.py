@@ -258,6 +258,8 @@ class Ingestor:
         )
         if unchanged_content(known, prepared.note.content_hash):
             return UpsertResult(Outcome.UNCHANGED, 0, tuple(prepared.warnings))
+        if prepared.refused:
+            raise ResourceExhausted(prepared.refused)
         await self.indexer.add_contexts_and_known_vectors(prepared, known)
         await self.indexer.embed([prepared])
         if prepared.embed_error:

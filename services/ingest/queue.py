@@ -15,6 +15,7 @@ import os
 import socket
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -35,6 +36,8 @@ log = logging.getLogger(__name__)
 CLAIM_BATCH = 4 * GROUP_NOTES
 # A claim older than this is taken to belong to a worker that died, and is claimed again.
 LEASE_SECONDS = 600.0
+# A worker renews the claims it is working on this often, well within the lease.
+RENEW_SECONDS = LEASE_SECONDS / 6
 # A file claimed this many times without being finished fails rather than being claimed again.
 MAX_CLAIMS = 3
 # How often a sync looks for files other workers finished.
@@ -101,22 +104,41 @@ class WorkQueue:
                 items = await store.claim(connection, self.worker_name, self.claim_batch, LEASE_SECONDS, run_id)
             if not items:
                 return finished
-            # A file whose every worker died on it (killed, out of memory) is not claimed forever, once a lease.
+            # A file whose every worker died on it (killed, out of memory) is not claimed for ever, once a lease. A
+            # worker alive renews its claims (below), so only a claim nobody renewed comes back this often.
             worn = [item for item in items if item.claims > MAX_CLAIMS]
             if worn:
+                reason = (
+                    f"indexing it was started {MAX_CLAIMS} times and never finished (the worker stopped each time); "
+                    "the ingest service's log has details"
+                )
                 async with self.db.pool.acquire() as connection:
                     for item in worn:
-                        reason = (
-                            f"indexing it did not finish in {MAX_CLAIMS} tries (each worker stopped before it was "
-                            "done); the ingest service's log has details"
-                        )
+                        await store.mark_failed(connection, note_path(item.path), reason, 0, datetime.now(UTC))
                         await store.finish_item(connection, item.id, self.worker_name, "failed", 0, 0, reason, [])
                 finished += len(worn)
                 items = [item for item in items if item.claims <= MAX_CLAIMS]
-            for force in (False, True):
-                batch = [item for item in items if item.force is force]
-                if batch:
-                    finished += await self.process_claimed(batch, force)
+            renewing = asyncio.create_task(self._renew(items))
+            try:
+                for force in (False, True):
+                    batch = [item for item in items if item.force is force]
+                    if batch:
+                        finished += await self.process_claimed(batch, force)
+            finally:
+                renewing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await renewing
+
+    async def _renew(self, items: list[store.QueueItem]) -> None:
+        """Renew the claims on `items` while they are worked on: a batch slower than the lease (a note of thousands
+        of chunks, embedding on a busy CPU) is not taken over by another worker, nor counted as a try that failed."""
+        while True:
+            await asyncio.sleep(RENEW_SECONDS)
+            try:
+                async with self.db.pool.acquire() as connection:
+                    await store.renew_claims(connection, self.worker_name, [item.id for item in items])
+            except Exception:  # the next renewal may get through; the lease covers the gap
+                log.warning("could not renew the claims on queued files", exc_info=True)
 
     async def process_claimed(self, items: list[store.QueueItem], force: bool) -> int:
         """Index claimed files and record each one's outcome on its row; returns how many were finished."""

@@ -11,6 +11,7 @@ import pytest
 
 from secondbrain.config import load_config
 from secondbrain.db import Database
+from secondbrain.ingest import queue as queue_module
 from secondbrain.ingest import store
 from secondbrain.ingest.events import FileDone, Outcome, SyncFinished
 from secondbrain.ingest.pipeline import Ingestor
@@ -115,8 +116,72 @@ async def test_a_file_every_worker_died_on_fails_after_its_last_try(shared: Shar
     async with shared.db.pool.acquire() as connection:
         row = await connection.fetchrow("SELECT state, outcome, error, claims FROM ingest_queue")
     assert (row["state"], row["outcome"], row["claims"]) == ("done", "failed", MAX_CLAIMS + 1)
-    assert f"did not finish in {MAX_CLAIMS} tries" in row["error"]
+    assert f"started {MAX_CLAIMS} times and never finished" in row["error"]
     assert shared.embedded_texts() == [], "not tried a fourth time"
+    reasons = await failed_reasons_of(shared)
+    assert "never finished" in reasons["Deadly.md"], "the index status says so too"
+
+
+async def test_a_worker_renews_its_claims_while_a_slow_batch_runs(
+    shared: Shared, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch slower than the lease is not taken over by another worker (work done twice), nor counted as a try
+    that failed."""
+    monkeypatch.setattr(queue_module, "LEASE_SECONDS", 0.5)
+    monkeypatch.setattr(queue_module, "RENEW_SECONDS", 0.1)
+    for i in range(4):
+        shared.vault.write(f"Slow {i}.md", f"# Slow {i}\n\nA note embedded slowly.\n")
+    shared.embedder.script.default = Reply(delay=1.5)  # each embedding call outlives the lease three times
+    coordinator, helper = shared.worker(claim_batch=4), shared.worker()
+    helping = asyncio.create_task(run_queue_worker(helper))
+    try:
+        events = [event async for event in coordinator.sync(shared.vault.root)]
+    finally:
+        helping.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await helping
+    assert {event.outcome for event in events if isinstance(event, FileDone)} == {Outcome.ADDED}
+    async with shared.db.pool.acquire() as connection:
+        rows = await connection.fetch("SELECT claimed_by, claims FROM ingest_queue")
+    assert {row["claims"] for row in rows} == {1}, "never claimed again"
+    assert len({row["claimed_by"] for row in rows}) == 1, "one worker did the batch"
+
+
+async def test_a_worker_failing_on_a_batch_finishes_its_files_as_failed(
+    shared: Shared, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error the worker did not foresee, on one file, fails the files of its batch not yet stored (here Alpha,
+    prepared and waiting to be embedded with the rest, and Gamma, not read yet), with a reason, instead of leaving them
+    claimed until the lease runs out (the sync following them waited that long)."""
+    for name in ("Alpha.md", "Beta.md", "Gamma.md"):
+        shared.vault.write(name, f"# {name}\n\nA note.\n")
+    worker = shared.worker(claim_batch=10)
+    prepare = worker.indexer.prepare
+
+    def breaks_on_beta(path: str, *args: object):
+        if path == "Beta.md":
+            raise RuntimeError("unforeseen")
+        return prepare(path, *args)
+
+    monkeypatch.setattr(worker.indexer, "prepare", breaks_on_beta)
+    events = await asyncio.wait_for(_collect(worker.sync(shared.vault.root)), 60)
+    done = {event.path: event for event in events if isinstance(event, FileDone)}
+    assert set(done) == {"Alpha.md", "Beta.md", "Gamma.md"}
+    for event in done.values():
+        assert event.outcome == Outcome.FAILED
+        assert "indexing it failed (RuntimeError)" in event.error
+    async with shared.db.pool.acquire() as connection:
+        assert await connection.fetchval("SELECT count(*) FROM ingest_queue WHERE state <> 'done'") == 0
+
+
+async def _collect(events: AsyncIterator[object]) -> list[object]:
+    return [event async for event in events]
+
+
+async def failed_reasons_of(shared: Shared) -> dict[str, str]:
+    async with shared.db.pool.acquire() as connection:
+        rows = await connection.fetch("SELECT path, status_reason FROM vault_files WHERE status = 'failed'")
+    return {row["path"]: row["status_reason"] for row in rows}
 
 
 async def test_a_note_is_stored_with_its_queue_outcome_or_not_at_all(

@@ -310,6 +310,23 @@ async def test_upsert_of_a_note_with_too_many_chunks_is_refused_and_keeps_the_st
     assert await chunks_of(ingest, "Log.md") == stored, "nothing already stored is lost"
 
 
+async def test_a_limit_lowered_since_a_note_was_indexed_refuses_only_its_next_version(ingest: Ingest) -> None:
+    sections = "".join(f"# h{i}\nx\n" for i in range(60))
+    ingest.vault.write("Log.md", sections)
+    assert files(await ingest.sync())["Log.md"].outcome == pb.FILE_OUTCOME_ADDED
+    await ingest.restart(embedding={"provider": "openai"}, ingest={"max_chunks_per_note": 50})
+    ingest.vault.configure(embedding={"provider": "openai"}, ingest={"max_chunks_per_note": 50})
+    # Touched, not changed: still the note indexed, over the sync and UpsertNote alike.
+    os.utime(ingest.vault.root / "Log.md")
+    assert files(await ingest.sync())["Log.md"].outcome == pb.FILE_OUTCOME_UNCHANGED
+    same = await ingest.stub.UpsertNote(pb.UpsertNoteRequest(path="Log.md", markdown=sections))
+    assert same.outcome == pb.FILE_OUTCOME_UNCHANGED
+    # Its next version is refused, and the one indexed stays.
+    ingest.vault.write("Log.md", sections + "# h60\nx\n")
+    assert files(await ingest.sync())["Log.md"].outcome == pb.FILE_OUTCOME_FAILED
+    assert len(await chunks_of(ingest, "Log.md")) == 60
+
+
 async def test_switching_the_model_reembeds_everything(ingest: Ingest) -> None:
     ingest.vault.write("Projects/Plan.md", PLAN)
     ingest.vault.write("Architecture.md", ARCHITECTURE)

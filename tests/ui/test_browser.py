@@ -417,8 +417,8 @@ async def test_search_by_dates_and_each_note_shows_its_day(gateway: Gateway, pag
     chip = quotes.locator(".date-chip")
     await expect(chip).to_contain_text("2026")
     await expect(chip).to_have_attribute("title", "Dated by its front matter date")
-    # The search's words are marked in a dated search too (the screenshot once caught the first results as plain
-    # text, taken while the renderer was still loading).
+    # The search's words are marked in a dated search too; the screenshot waits for them (it once caught the first
+    # results as plain text, taken while the renderer was still loading).
     await expect(daily.locator("mark")).to_have_text("worktop")
     await page.screenshot(path=SCREENSHOTS / "search-dated.png")
     # Without the range, every day is found.

@@ -34,6 +34,7 @@ from secondbrain.ingest.store.queue import (
     finish_item,
     finished_since,
     queue_depth,
+    renew_claims,
 )
 from secondbrain.ingest.store.runs import (
     SYNC_LOCK_KEY,
@@ -74,6 +75,7 @@ __all__ = [
     "mark_failed",
     "queue_depth",
     "rename_notes",
+    "renew_claims",
     "replace_vault_personas",
     "start_run",
     "switch_model",

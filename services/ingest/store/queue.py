@@ -78,6 +78,15 @@ async def claim(
     return sorted(items, key=lambda item: item.id)
 
 
+async def renew_claims(connection: asyncpg.Connection, worker: str, item_ids: list[int]) -> None:
+    """Start the lease again on `worker`'s claims among `item_ids` that are not done."""
+    await connection.execute(
+        "UPDATE ingest_queue SET claimed_at = now() WHERE id = ANY($2) AND state = 'claimed' AND claimed_by = $1",
+        worker,
+        item_ids,
+    )
+
+
 async def queue_depth(connection: asyncpg.Connection) -> int:
     """Files queued or claimed by any sync and not done yet."""
     return await connection.fetchval("SELECT count(*) FROM ingest_queue WHERE state <> 'done'")

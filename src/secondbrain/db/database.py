@@ -46,13 +46,13 @@ _LOST_CONNECTION = (
 
 
 def lost_database(error: BaseException) -> Unavailable | None:
-    """An Unavailable saying the database cannot be reached, when `error` is that (a refused or broken connection, a
-    server shutting down); None for any other error, a query that ran out of time included (TimeoutError is an
-    OSError, but the database answered)."""
+    """An Unavailable saying the database cannot be reached, when `error` is that (a refused, broken or unanswered
+    connection, a server shutting down); None for any other error, a query that ran out of time included
+    (TimeoutError is an OSError, but the database answered)."""
     cause: BaseException | None = error
     while cause is not None:
         refused = isinstance(cause, OSError) and not isinstance(cause, TimeoutError) and _raised_in_asyncpg(cause)
-        if isinstance(cause, _LOST_CONNECTION) or refused:
+        if isinstance(cause, _LOST_CONNECTION) or refused or _connecting_timed_out(cause):
             return Unavailable(
                 f"the database is not reachable ({type(cause).__name__}: {cause}); the request can be retried "
                 "when it is back, and the service reconnects by itself"
@@ -68,7 +68,7 @@ def database_gave_up(error: BaseException) -> TimedOut | None:
     cause: BaseException | None = error
     while cause is not None:
         if isinstance(cause, asyncpg.QueryCanceledError) or (
-            isinstance(cause, TimeoutError) and _raised_in_asyncpg(cause)
+            isinstance(cause, TimeoutError) and _raised_in_asyncpg(cause) and not _connecting_timed_out(cause)
         ):
             return TimedOut(
                 "the database gave up on this request before it finished (its time limit); nothing of a write was "
@@ -78,10 +78,24 @@ def database_gave_up(error: BaseException) -> TimedOut | None:
     return None
 
 
-def _raised_in_asyncpg(error: BaseException) -> bool:
+def _connecting_timed_out(error: BaseException) -> bool:
+    """Whether `error` is a connection to the database that was not answered in time: the database is unreachable,
+    it did not give up on a query (found by a review: a server that accepts and never answers read as the latter)."""
+    if not isinstance(error, TimeoutError):
+        return False
+    # The timeout is raised where the wait began (asyncpg.connect); what it cut short, in its context, was connecting.
+    cause: BaseException | None = error
+    while cause is not None:
+        if _raised_in_asyncpg(cause, "asyncpg.connect_utils"):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _raised_in_asyncpg(error: BaseException, module: str = "asyncpg") -> bool:
     traceback = error.__traceback__
     while traceback is not None:
-        if traceback.tb_frame.f_globals.get("__name__", "").startswith("asyncpg"):
+        if traceback.tb_frame.f_globals.get("__name__", "").startswith(module):
             return True
         traceback = traceback.tb_next
     return False

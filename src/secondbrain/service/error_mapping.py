@@ -70,6 +70,8 @@ def details_of(error: Exception) -> str:
 
 async def _abort_for(error: Exception, context: grpc.aio.ServicerContext, method: str) -> None:
     if not isinstance(error, SecondbrainError) and (known := lost_database(error) or database_gave_up(error)):
+        if isinstance(known, TimedOut):  # which statement ran out of time is for the log, not the caller
+            log.warning("the database gave up on a request", extra={"method": method}, exc_info=error)
         error = known
     if isinstance(error, SecondbrainError):
         code, details = status_for(error), details_of(error)

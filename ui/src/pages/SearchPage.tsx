@@ -11,10 +11,17 @@ const MODES: [SearchMode, string][] = [
   [SearchMode.SEMANTIC, "Vector"],
 ];
 
-// The markdown renderer comes with the first results: loaded while the first search runs, so its hits are shown
-// rendered, their words marked, rather than as plain text that is marked a moment later.
+// The markdown renderer comes with the first results: its loading starts with the first search, so the hits are
+// usually shown rendered, their words marked, rather than as plain text marked a moment later. Should it fail to
+// load, the snippets stay plain text.
 const loadMarkdown = () => import("../Markdown");
-const Snippet = lazy(() => loadMarkdown().then((module) => ({ default: module.Snippet })));
+const PlainSnippet = ({ text }: { text: string }) => <>{text}</>;
+const Snippet = lazy(() =>
+  loadMarkdown().then(
+    (module) => ({ default: module.Snippet }),
+    () => ({ default: PlainSnippet }),
+  ),
+);
 
 
 function list(text: string): string[] {
@@ -52,15 +59,13 @@ export function SearchPage() {
     setSearching(true);
     setError("");
     try {
-      const [reply] = await Promise.all([
-        retrieve.search({
-          query,
-          mode,
-          limit: 20,
-          filters: { folders: list(folders), tags: list(tags), dateFrom: since, dateTo: until },
-        }),
-        loadMarkdown().catch(() => undefined), // if it fails to load, the snippets stay plain text
-      ]);
+      void loadMarkdown().catch(() => undefined); // started beside the search, not waited for
+      const reply = await retrieve.search({
+        query,
+        mode,
+        limit: 20,
+        filters: { folders: list(folders), tags: list(tags), dateFrom: since, dateTo: until },
+      });
       setHits(reply.hits);
       setSearched(query.trim());
       setNote(reply.vectorArmRan || mode === SearchMode.KEYWORD ? "" : `Vector search did not run: ${reply.vectorArmSkippedReason}`);
