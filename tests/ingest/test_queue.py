@@ -40,6 +40,16 @@ class Shared:
     def embedded_texts(self) -> list[str]:
         return embedded_texts(self.embedder)
 
+    async def sync_helped(self, coordinator: Ingestor, helper: Ingestor) -> list[object]:
+        """A sync run by `coordinator` while `helper` listens for queued work, as another ingest process would."""
+        helping = asyncio.create_task(run_queue_worker(helper))
+        try:
+            return [event async for event in coordinator.sync(self.vault.root)]
+        finally:
+            helping.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await helping
+
 
 @pytest.fixture
 async def shared(vault: Vault, ingest_environment: None) -> AsyncIterator[Shared]:
@@ -57,13 +67,7 @@ async def test_two_workers_share_a_sync_and_process_each_note_exactly_once(share
     # Slow embeddings, so both workers are busy at once and the split is decided by the queue, not by speed.
     shared.embedder.script.default = Reply(delay=0.05)
     coordinator, helper = shared.worker(), shared.worker()
-    helping = asyncio.create_task(run_queue_worker(helper))
-    try:
-        events = [event async for event in coordinator.sync(shared.vault.root)]
-    finally:
-        helping.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await helping
+    events = await shared.sync_helped(coordinator, helper)
 
     done = [event for event in events if isinstance(event, FileDone)]
     paths = collections.Counter(event.path for event in done)
@@ -132,14 +136,7 @@ async def test_a_worker_renews_its_claims_while_a_slow_batch_runs(
     for i in range(4):
         shared.vault.write(f"Slow {i}.md", f"# Slow {i}\n\nA note embedded slowly.\n")
     shared.embedder.script.default = Reply(delay=1.5)  # each embedding call outlives the lease three times
-    coordinator, helper = shared.worker(claim_batch=4), shared.worker()
-    helping = asyncio.create_task(run_queue_worker(helper))
-    try:
-        events = [event async for event in coordinator.sync(shared.vault.root)]
-    finally:
-        helping.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await helping
+    events = await shared.sync_helped(shared.worker(claim_batch=4), shared.worker())
     assert {event.outcome for event in events if isinstance(event, FileDone)} == {Outcome.ADDED}
     async with shared.db.pool.acquire() as connection:
         rows = await connection.fetch("SELECT claimed_by, claims FROM ingest_queue")
