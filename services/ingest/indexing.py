@@ -305,27 +305,43 @@ class NoteIndexer:
                 prepared.embedded,
                 recorded=True,
             )
-            # The note and its queue row's outcome in one transaction: a worker killed between the two would leave
-            # a note stored that no sync counts as written.
+            refusal = await self._store(prepared, event, record)
+            if refusal is None:
+                yield event
+                continue
+            # This note could not be stored (nothing of it was: the transaction rolled back); the rest go on.
+            totals.uncount(outcome)
+            reason = _not_stored(refusal)
             try:
-                await self.write(prepared, lambda connection, event=event: record(connection, event))
+                async with self.db.pool.acquire() as connection:
+                    await store.mark_failed(connection, prepared.note.path, reason, prepared.size, prepared.mtime)
             except (asyncpg.PostgresError, TimeoutError) as error:
                 if lost_database(error) is not None:
-                    raise  # not this note's fault: the sync ends, saying the database is gone
-                # This note could not be stored (nothing of it was: the transaction rolled back); the rest go on.
-                totals.uncount(outcome)
-                reason = _not_stored(error)
-                try:
-                    async with self.db.pool.acquire() as connection:
-                        await store.mark_failed(connection, prepared.note.path, reason, prepared.size, prepared.mtime)
-                except (asyncpg.PostgresError, TimeoutError) as also:
-                    if lost_database(also) is not None:
-                        raise
-                    # The sync still reports it failed; only its status row keeps what it said before.
-                    log.warning("could not mark a note failed", extra={"path": prepared.note.path}, exc_info=True)
-                yield totals.report(prepared.note.path, Outcome.FAILED, error=reason)
-                continue
-            yield event
+                    raise
+                # The sync still reports it failed; only its status row keeps what it said before.
+                log.warning("could not mark a note failed", extra={"path": prepared.note.path}, exc_info=True)
+            yield totals.report(prepared.note.path, Outcome.FAILED, error=reason)
+
+    async def _store(
+        self, prepared: PreparedNote, event: FileDone, record: Recorder
+    ) -> asyncpg.PostgresError | TimeoutError | None:
+        """Store a note with its queue row's outcome, in one transaction (a worker killed between the two would leave
+        a note stored that no sync counts as written). None when stored; else what the database refused it with,
+        after one more try when another writer caused it (a deadlock, a serialization failure). A lost database
+        raises: that is not this note's fault, and the sync ends saying so."""
+        for attempt in (1, 2):
+            try:
+                await self.write(prepared, lambda connection: record(connection, event))
+                return None
+            except asyncpg.TransactionRollbackError as error:
+                if attempt == 2:
+                    return error
+                log.info("storing a note collided with another writer; trying again", extra={"path": event.path})
+            except (asyncpg.PostgresError, TimeoutError) as error:
+                if lost_database(error) is not None:
+                    raise
+                return error
+        raise AssertionError("unreachable: the second try returns")
 
 
 def _not_stored(error: asyncpg.PostgresError | TimeoutError) -> str:

@@ -239,6 +239,23 @@ async def test_a_note_the_database_refuses_fails_alone_and_the_sync_goes_on(inge
     assert await chunks_of(ingest, "Poison.md") == []
 
 
+async def test_a_note_colliding_with_another_writer_is_stored_on_a_second_try(ingest: Ingest) -> None:
+    # A deadlock or a serialization failure is another writer's doing, not the note's: one more try stores it. (A
+    # sequence is not rolled back with the transaction, so it counts the tries.)
+    async with ingest.db.pool.acquire() as connection:
+        await connection.execute(
+            """CREATE SEQUENCE tries;
+               CREATE FUNCTION collide_once() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN IF NEW.path = 'Busy.md' AND nextval('tries') = 1 THEN
+                   RAISE EXCEPTION 'deadlock detected' USING ERRCODE = 'deadlock_detected'; END IF;
+               RETURN NEW; END $$;
+               CREATE TRIGGER collide_once BEFORE INSERT ON vault_files FOR EACH ROW EXECUTE FUNCTION collide_once();"""
+        )
+    ingest.vault.write("Busy.md", PLAN)
+    assert files(await ingest.sync())["Busy.md"].outcome == pb.FILE_OUTCOME_ADDED
+    assert len(await chunks_of(ingest, "Busy.md")) > 0
+
+
 async def test_an_upsert_the_database_gives_up_on_says_so(ingest: Ingest) -> None:
     # The database cancelling the write (its statement timeout) was an INTERNAL error with nothing to act on.
     async with ingest.db.pool.acquire() as connection:
