@@ -115,7 +115,7 @@ class WorkQueue:
                 async with self.db.pool.acquire() as connection:
                     for item in worn:
                         await store.mark_failed(connection, note_path(item.path), reason, 0, datetime.now(UTC))
-                        await store.finish_item(connection, item.id, self.worker_name, "failed", 0, 0, reason, [])
+                        await self._fail(connection, item, reason)
                 finished += len(worn)
                 items = [item for item in items if item.claims <= MAX_CLAIMS]
             renewing = asyncio.create_task(self._renew(items))
@@ -153,7 +153,7 @@ class WorkQueue:
             except OSError as error:
                 reason = f"{item.path} can no longer be read ({error.strerror or error}); the next sync catches up"
                 async with self.db.pool.acquire() as connection:
-                    await store.finish_item(connection, item.id, self.worker_name, "failed", 0, 0, reason, [])
+                    await self._fail(connection, item, reason)
                 done.add(note_path(item.path))
                 finished += 1
                 continue
@@ -191,9 +191,13 @@ class WorkQueue:
             reason = f"indexing it failed ({type(error).__name__}); the ingest service's log has details"
             async with self.db.pool.acquire() as connection:
                 for path in sorted(set(by_path) - done):
-                    await store.finish_item(connection, by_path[path].id, self.worker_name, "failed", 0, 0, reason, [])
+                    await self._fail(connection, by_path[path], reason)
                     finished += 1
         return finished
+
+    async def _fail(self, connection: asyncpg.Connection, item: store.QueueItem, reason: str) -> None:
+        """Finish a claimed row as failed, saying why, without a note stored for it."""
+        await store.finish_item(connection, item.id, self.worker_name, "failed", 0, 0, reason, [])
 
 
 def _max_chunks(vault: Path) -> int:
