@@ -1,4 +1,67 @@
-"""The browser tests run against the gateway stack of tests/gateway (itself built on tests/chat's)."""
+"""The browser tests run against the gateway stack of tests/gateway (itself built on tests/chat's), in Debian's
+Chromium driven by Playwright. Every browser test file takes `page` (1280 x 800, at the UI's front page) or `browser`
+(for its own contexts: a phone's width, a dark system) from here, and saves its screenshots under build/screenshots/.
+"""
 
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, Page, async_playwright
+
+from secondbrain.gateway.server import default_ui_dir
 from tests.chat.conftest import stack  # noqa: F401
-from tests.gateway.conftest import gateway  # noqa: F401
+from tests.gateway.conftest import (
+    Gateway,
+    gateway,  # noqa: F401
+)
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Root in a container needs --no-sandbox; the rest keeps Chromium off a network this machine does not have.
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _check_prerequisites() -> None:
+    assert (default_ui_dir() / "index.html").is_file(), "the web UI is not built: run `make ui`"
+    assert Path(CHROMIUM).exists(), "Chromium is not installed: run `make setup` (it installs Debian's chromium)"
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    _check_prerequisites()
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+@pytest.fixture
+async def page(browser: Browser, gateway: Gateway) -> AsyncIterator[Page]:  # noqa: F811
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    opened = await context.new_page()
+    messages: list[str] = []
+    opened.on("pageerror", lambda error: messages.append(str(error)))
+    await opened.goto(gateway.envoy_url)
+    yield opened
+    await context.close()
+    assert not messages, f"the page threw: {messages}"
+
+
+async def settle(page: Page) -> None:
+    """Wait for the page's transitions (the drawer sliding in) to finish, for a screenshot."""
+    finite = "document.getAnimations().filter((a) => a.effect?.getTiming().iterations !== Infinity)"
+    await page.evaluate(f"Promise.all({finite}.map((a) => a.finished))")

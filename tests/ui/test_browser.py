@@ -7,71 +7,20 @@ Screenshots of the panel and the settings modal are saved under build/screenshot
 from __future__ import annotations
 
 import re
-import shutil
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Dialog, Page, async_playwright, expect
+from playwright.async_api import Browser, Dialog, Page, expect
 
 from secondbrain.chat.v1 import chat_service_pb2 as chat
-from secondbrain.gateway.server import default_ui_dir
 from tests.chat.test_agent import AGENT_NOTES, KITCHEN, QUOTE
 from tests.gateway.conftest import Gateway
+from tests.ui.conftest import SCREENSHOTS, settle
 from tests.wire import Reply
 from tests.wire.script import ToolCall
 
 QUESTION = "How often do I water the tomatoes?"
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# Root in a container needs --no-sandbox; the rest keeps Chromium off a network this machine does not have.
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
 # The UI joins heading paths with this.
 NEXT = "\u203a"
-
-
-def _check_prerequisites() -> None:
-    assert (default_ui_dir() / "index.html").is_file(), "the web UI is not built: run `make ui`"
-    assert Path(CHROMIUM).exists(), "Chromium is not installed: run `make setup` (it installs Debian's chromium)"
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    _check_prerequisites()
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            yield launched
-        finally:
-            await launched.close()
-
-
-@pytest.fixture
-async def page(browser: Browser, gateway: Gateway) -> AsyncIterator[Page]:
-    context = await browser.new_context(viewport={"width": 1280, "height": 800})
-    opened = await context.new_page()
-    messages: list[str] = []
-    opened.on("pageerror", lambda error: messages.append(str(error)))
-    await opened.goto(gateway.envoy_url)
-    yield opened
-    await context.close()
-    assert not messages, f"the page threw: {messages}"
-
-
-async def settle(page: Page) -> None:
-    """Wait for the page's transitions (the drawer sliding in) to finish, for a screenshot."""
-    finite = "document.getAnimations().filter((a) => a.effect?.getTiming().iterations !== Infinity)"
-    await page.evaluate(f"Promise.all({finite}.map((a) => a.finished))")
 
 
 async def ask(page: Page, question: str) -> None:

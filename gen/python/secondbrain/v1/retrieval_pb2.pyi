@@ -143,6 +143,7 @@ class RetrievalFilters(_message.Message):
     TAGS_FIELD_NUMBER: _builtins.int
     DATE_FROM_FIELD_NUMBER: _builtins.int
     DATE_TO_FIELD_NUMBER: _builtins.int
+    NOTES_FIELD_NUMBER: _builtins.int
     date_from: _builtins.str
     """The first day (YYYY-MM-DD), inclusive: only passages dated on or after it
     (a note's date, or its dated heading's). Empty: no lower bound.
@@ -159,6 +160,12 @@ class RetrievalFilters(_message.Message):
         a parent tag matching its children ('a' matches 'a/b').
         """
 
+    @_builtins.property
+    def notes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Vault-relative note paths; a note matches when it is one of them ("ask
+        about this note": the note and the notes it links to). Empty: any note.
+        """
+
     def __init__(
         self,
         *,
@@ -166,10 +173,11 @@ class RetrievalFilters(_message.Message):
         tags: _abc.Iterable[_builtins.str] | None = ...,
         date_from: _builtins.str = ...,
         date_to: _builtins.str = ...,
+        notes: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["date_from", b"date_from", "date_to", b"date_to", "folders", b"folders", "tags", b"tags"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["date_from", b"date_from", "date_to", b"date_to", "folders", b"folders", "notes", b"notes", "tags", b"tags"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -622,19 +622,25 @@ class ListConversationsRequest(_message.Message):
 
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    QUERY_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """The most conversations to return; 0 takes the server's default."""
     page_token: _builtins.str
     """The next_page_token of the previous page; empty for the first page."""
+    query: _builtins.str
+    """Words to look for in the conversations' titles and messages; empty lists
+    them all.
+    """
     def __init__(
         self,
         *,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
+        query: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "query", b"query"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1290,3 +1296,51 @@ class AnswerResponse(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
 Global___AnswerResponse: _TypeAlias = AnswerResponse  # noqa: Y015
+
+@_typing.final
+class ExportConversationRequest(_message.Message):
+    """The conversation to export."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """The conversation's id."""
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportConversationRequest: _TypeAlias = ExportConversationRequest  # noqa: Y015
+
+@_typing.final
+class ExportConversationResponse(_message.Message):
+    """A conversation as a markdown note."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MARKDOWN_FIELD_NUMBER: _builtins.int
+    FILE_NAME_FIELD_NUMBER: _builtins.int
+    markdown: _builtins.str
+    """The note's markdown."""
+    file_name: _builtins.str
+    """A file name for it, from the conversation's title ("Kitchen costs.md")."""
+    def __init__(
+        self,
+        *,
+        markdown: _builtins.str = ...,
+        file_name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["file_name", b"file_name", "markdown", b"markdown"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExportConversationResponse: _TypeAlias = ExportConversationResponse  # noqa: Y015

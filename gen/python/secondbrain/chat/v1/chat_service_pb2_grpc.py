@@ -75,6 +75,11 @@ class ChatServiceStub:
                 request_serializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.DeleteConversationRequest.SerializeToString,
                 response_deserializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.DeleteConversationResponse.FromString,
                 _registered_method=True)
+        self.ExportConversation = channel.unary_unary(
+                '/secondbrain.chat.v1.ChatService/ExportConversation',
+                request_serializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.ExportConversationRequest.SerializeToString,
+                response_deserializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.ExportConversationResponse.FromString,
+                _registered_method=True)
         self.SendMessage = channel.unary_stream(
                 '/secondbrain.chat.v1.ChatService/SendMessage',
                 request_serializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.SendMessageRequest.SerializeToString,
@@ -147,6 +152,14 @@ class ChatServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExportConversation(self, request, context):
+        """Writes a conversation out as a markdown note: its questions, its answers
+        and their citations as [[links]] to the notes they cite.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SendMessage(self, request, context):
         """Sends a message and streams the answer. The stream is the product:
         sources first, then text deltas, then done (or error).
@@ -207,6 +220,11 @@ def add_ChatServiceServicer_to_server(servicer, server):
                     servicer.DeleteConversation,
                     request_deserializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.DeleteConversationRequest.FromString,
                     response_serializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.DeleteConversationResponse.SerializeToString,
+            ),
+            'ExportConversation': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExportConversation,
+                    request_deserializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.ExportConversationRequest.FromString,
+                    response_serializer=secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.ExportConversationResponse.SerializeToString,
             ),
             'SendMessage': grpc.unary_stream_rpc_method_handler(
                     servicer.SendMessage,
@@ -436,6 +454,33 @@ class ChatService:
             '/secondbrain.chat.v1.ChatService/DeleteConversation',
             secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.DeleteConversationRequest.SerializeToString,
             secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.DeleteConversationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportConversation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/secondbrain.chat.v1.ChatService/ExportConversation',
+            secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.ExportConversationRequest.SerializeToString,
+            secondbrain_dot_chat_dot_v1_dot_chat__service__pb2.ExportConversationResponse.FromString,
             options,
             channel_credentials,
             insecure,

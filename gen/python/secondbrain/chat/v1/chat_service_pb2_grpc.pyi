@@ -49,6 +49,10 @@ class ChatServiceStub:
     """Renames a conversation or changes its persona."""
     DeleteConversation: _grpc.UnaryUnaryMultiCallable[_chat_service_pb2.DeleteConversationRequest, _chat_service_pb2.DeleteConversationResponse]
     """Deletes a conversation and its messages."""
+    ExportConversation: _grpc.UnaryUnaryMultiCallable[_chat_service_pb2.ExportConversationRequest, _chat_service_pb2.ExportConversationResponse]
+    """Writes a conversation out as a markdown note: its questions, its answers
+    and their citations as [[links]] to the notes they cite.
+    """
     SendMessage: _grpc.UnaryStreamMultiCallable[_chat_service_pb2.SendMessageRequest, _chat_service_pb2.SendMessageResponse]
     """Sends a message and streams the answer. The stream is the product:
     sources first, then text deltas, then done (or error).
@@ -81,6 +85,10 @@ class ChatServiceAsyncStub(ChatServiceStub):
     """Renames a conversation or changes its persona."""
     DeleteConversation: _aio.UnaryUnaryMultiCallable[_chat_service_pb2.DeleteConversationRequest, _chat_service_pb2.DeleteConversationResponse]  # type: ignore[assignment]
     """Deletes a conversation and its messages."""
+    ExportConversation: _aio.UnaryUnaryMultiCallable[_chat_service_pb2.ExportConversationRequest, _chat_service_pb2.ExportConversationResponse]  # type: ignore[assignment]
+    """Writes a conversation out as a markdown note: its questions, its answers
+    and their citations as [[links]] to the notes they cite.
+    """
     SendMessage: _aio.UnaryStreamMultiCallable[_chat_service_pb2.SendMessageRequest, _chat_service_pb2.SendMessageResponse]  # type: ignore[assignment]
     """Sends a message and streams the answer. The stream is the product:
     sources first, then text deltas, then done (or error).
@@ -158,6 +166,16 @@ class ChatServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_chat_service_pb2.DeleteConversationResponse, _abc.Awaitable[_chat_service_pb2.DeleteConversationResponse]]:
         """Deletes a conversation and its messages."""
+
+    @_abc_1.abstractmethod
+    def ExportConversation(
+        self,
+        request: _chat_service_pb2.ExportConversationRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_chat_service_pb2.ExportConversationResponse, _abc.Awaitable[_chat_service_pb2.ExportConversationResponse]]:
+        """Writes a conversation out as a markdown note: its questions, its answers
+        and their citations as [[links]] to the notes they cite.
+        """
 
     @_abc_1.abstractmethod
     def SendMessage(

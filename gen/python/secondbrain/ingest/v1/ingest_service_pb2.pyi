@@ -535,6 +535,9 @@ class GetIndexStatusResponse(_message.Message):
     VAULT_PATH_FIELD_NUMBER: _builtins.int
     FILES_FIELD_NUMBER: _builtins.int
     STRICT_LINE_BREAKS_FIELD_NUMBER: _builtins.int
+    WATCHING_FIELD_NUMBER: _builtins.int
+    PENDING_CHANGES_FIELD_NUMBER: _builtins.int
+    LAST_CHANGE_FIELD_NUMBER: _builtins.int
     notes: _builtins.int
     """Notes stored."""
     chunks: _builtins.int
@@ -550,6 +553,10 @@ class GetIndexStatusResponse(_message.Message):
     a paragraph ("Strict line breaks", for hard-wrapped notes); false, as in
     Obsidian by default, shows each as a line break.
     """
+    watching: _builtins.bool
+    """Whether ingest is watching the vault for changes."""
+    pending_changes: _builtins.int
+    """Changes seen in the vault and not indexed yet (while watching)."""
     @_builtins.property
     def embedding_model(self) -> Global___EmbeddingModel:
         """The model the vectors were made with; unset before the first sync."""
@@ -561,6 +568,12 @@ class GetIndexStatusResponse(_message.Message):
     @_builtins.property
     def files(self) -> _containers.RepeatedCompositeFieldContainer[Global___FileStatus]:
         """One line per file, when asked for."""
+
+    @_builtins.property
+    def last_change(self) -> _timestamp_pb2.Timestamp:
+        """When the index last took in a change (a sync, or a watched change);
+        unset before the first.
+        """
 
     def __init__(
         self,
@@ -574,11 +587,74 @@ class GetIndexStatusResponse(_message.Message):
         vault_path: _builtins.str = ...,
         files: _abc.Iterable[Global___FileStatus] | None = ...,
         strict_line_breaks: _builtins.bool = ...,
+        watching: _builtins.bool = ...,
+        pending_changes: _builtins.int = ...,
+        last_change: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["embedding_model", b"embedding_model", "last_sync", b"last_sync"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["embedding_model", b"embedding_model", "last_change", b"last_change", "last_sync", b"last_sync"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "embedded_chunks", b"embedded_chunks", "embedding_model", b"embedding_model", "failed_notes", b"failed_notes", "files", b"files", "last_sync", b"last_sync", "notes", b"notes", "strict_line_breaks", b"strict_line_breaks", "vault_path", b"vault_path"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "embedded_chunks", b"embedded_chunks", "embedding_model", b"embedding_model", "failed_notes", b"failed_notes", "files", b"files", "last_change", b"last_change", "last_sync", b"last_sync", "notes", b"notes", "pending_changes", b"pending_changes", "strict_line_breaks", b"strict_line_breaks", "vault_path", b"vault_path", "watching", b"watching"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetIndexStatusResponse: _TypeAlias = GetIndexStatusResponse  # noqa: Y015
+
+@_typing.final
+class GetAttachmentRequest(_message.Message):
+    """The file to read, as a note names it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TARGET_FIELD_NUMBER: _builtins.int
+    FROM_PATH_FIELD_NUMBER: _builtins.int
+    target: _builtins.str
+    """The link target as written ("diagram.png", "Assets/diagram.png"), or a
+    vault-relative path.
+    """
+    from_path: _builtins.str
+    """The note the link is in, so a bare file name resolves as Obsidian does
+    (the nearest such file); empty resolves from the vault's root.
+    """
+    def __init__(
+        self,
+        *,
+        target: _builtins.str = ...,
+        from_path: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["from_path", b"from_path", "target", b"target"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetAttachmentRequest: _TypeAlias = GetAttachmentRequest  # noqa: Y015
+
+@_typing.final
+class GetAttachmentResponse(_message.Message):
+    """A file of the vault, and what it is."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    MEDIA_TYPE_FIELD_NUMBER: _builtins.int
+    CONTENT_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    """The file's vault-relative path."""
+    media_type: _builtins.str
+    """Its media type, read from its bytes ("image/png", "application/pdf")."""
+    content: _builtins.bytes
+    """Its bytes."""
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        media_type: _builtins.str = ...,
+        content: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "media_type", b"media_type", "path", b"path"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetAttachmentResponse: _TypeAlias = GetAttachmentResponse  # noqa: Y015

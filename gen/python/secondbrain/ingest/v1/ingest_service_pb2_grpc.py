@@ -56,6 +56,11 @@ class IngestServiceStub:
                 request_serializer=secondbrain_dot_ingest_dot_v1_dot_ingest__service__pb2.GetIndexStatusRequest.SerializeToString,
                 response_deserializer=secondbrain_dot_ingest_dot_v1_dot_ingest__service__pb2.GetIndexStatusResponse.FromString,
                 _registered_method=True)
+        self.GetAttachment = channel.unary_unary(
+                '/secondbrain.ingest.v1.IngestService/GetAttachment',
+                request_serializer=secondbrain_dot_ingest_dot_v1_dot_ingest__service__pb2.GetAttachmentRequest.SerializeToString,
+                response_deserializer=secondbrain_dot_ingest_dot_v1_dot_ingest__service__pb2.GetAttachmentResponse.FromString,
+                _registered_method=True)
 
 
 class IngestServiceServicer:
@@ -93,6 +98,15 @@ class IngestServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetAttachment(self, request, context):
+        """Reads a file a note embeds or links to (an image, a PDF) from the vault:
+        only a file inside the vault that an indexed note links to, of a type
+        it is (read from its bytes, not its name), within a size limit.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_IngestServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -115,6 +129,11 @@ def add_IngestServiceServicer_to_server(servicer, server):
                     servicer.GetIndexStatus,
                     request_deserializer=secondbrain_dot_ingest_dot_v1_dot_ingest__service__pb2.GetIndexStatusRequest.FromString,
                     response_serializer=secondbrain_dot_ingest_dot_v1_dot_ingest__service__pb2.GetIndexStatusResponse.SerializeToString,
+            ),
+            'GetAttachment': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetAttachment,
+                    request_deserializer=secondbrain_dot_ingest_dot_v1_dot_ingest__service__pb2.GetAttachmentRequest.FromString,
+                    response_serializer=secondbrain_dot_ingest_dot_v1_dot_ingest__service__pb2.GetAttachmentResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -227,6 +246,33 @@ class IngestService:
             '/secondbrain.ingest.v1.IngestService/GetIndexStatus',
             secondbrain_dot_ingest_dot_v1_dot_ingest__service__pb2.GetIndexStatusRequest.SerializeToString,
             secondbrain_dot_ingest_dot_v1_dot_ingest__service__pb2.GetIndexStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetAttachment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/secondbrain.ingest.v1.IngestService/GetAttachment',
+            secondbrain_dot_ingest_dot_v1_dot_ingest__service__pb2.GetAttachmentRequest.SerializeToString,
+            secondbrain_dot_ingest_dot_v1_dot_ingest__service__pb2.GetAttachmentResponse.FromString,
             options,
             channel_credentials,
             insecure,

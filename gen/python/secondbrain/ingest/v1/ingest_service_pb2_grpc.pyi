@@ -46,6 +46,11 @@ class IngestServiceStub:
     """Removes one note and its chunks from the index."""
     GetIndexStatus: _grpc.UnaryUnaryMultiCallable[_ingest_service_pb2.GetIndexStatusRequest, _ingest_service_pb2.GetIndexStatusResponse]
     """Reports what the index holds and which files are not indexed and why."""
+    GetAttachment: _grpc.UnaryUnaryMultiCallable[_ingest_service_pb2.GetAttachmentRequest, _ingest_service_pb2.GetAttachmentResponse]
+    """Reads a file a note embeds or links to (an image, a PDF) from the vault:
+    only a file inside the vault that an indexed note links to, of a type
+    it is (read from its bytes, not its name), within a size limit.
+    """
 
 @_typing.type_check_only
 class IngestServiceAsyncStub(IngestServiceStub):
@@ -65,6 +70,11 @@ class IngestServiceAsyncStub(IngestServiceStub):
     """Removes one note and its chunks from the index."""
     GetIndexStatus: _aio.UnaryUnaryMultiCallable[_ingest_service_pb2.GetIndexStatusRequest, _ingest_service_pb2.GetIndexStatusResponse]  # type: ignore[assignment]
     """Reports what the index holds and which files are not indexed and why."""
+    GetAttachment: _aio.UnaryUnaryMultiCallable[_ingest_service_pb2.GetAttachmentRequest, _ingest_service_pb2.GetAttachmentResponse]  # type: ignore[assignment]
+    """Reads a file a note embeds or links to (an image, a PDF) from the vault:
+    only a file inside the vault that an indexed note links to, of a type
+    it is (read from its bytes, not its name), within a size limit.
+    """
 
 class IngestServiceServicer(metaclass=_abc_1.ABCMeta):
     """Turns a vault of markdown notes into chunks, context and vectors, and keeps
@@ -105,5 +115,16 @@ class IngestServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_ingest_service_pb2.GetIndexStatusResponse, _abc.Awaitable[_ingest_service_pb2.GetIndexStatusResponse]]:
         """Reports what the index holds and which files are not indexed and why."""
+
+    @_abc_1.abstractmethod
+    def GetAttachment(
+        self,
+        request: _ingest_service_pb2.GetAttachmentRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_ingest_service_pb2.GetAttachmentResponse, _abc.Awaitable[_ingest_service_pb2.GetAttachmentResponse]]:
+        """Reads a file a note embeds or links to (an image, a PDF) from the vault:
+        only a file inside the vault that an indexed note links to, of a type
+        it is (read from its bytes, not its name), within a size limit.
+        """
 
 def add_IngestServiceServicer_to_server(servicer: IngestServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

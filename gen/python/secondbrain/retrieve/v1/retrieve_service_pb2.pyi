@@ -486,6 +486,9 @@ class GetNoteResponse(_message.Message):
     TAGS_FIELD_NUMBER: _builtins.int
     ALIASES_FIELD_NUMBER: _builtins.int
     LINES_KNOWN_FIELD_NUMBER: _builtins.int
+    PROPERTIES_JSON_FIELD_NUMBER: _builtins.int
+    DATE_FIELD_NUMBER: _builtins.int
+    DATE_SOURCE_FIELD_NUMBER: _builtins.int
     path: _builtins.str
     """The note's vault-relative path."""
     title: _builtins.str
@@ -502,6 +505,14 @@ class GetNoteResponse(_message.Message):
     """Whether the line numbers are the file's. False for a note indexed before
     they were recorded, until the next sync: its lines count from the body.
     """
+    properties_json: _builtins.str
+    """The note's front matter (its properties) as a JSON object, "{}" when it
+    has none.
+    """
+    date: _builtins.str
+    """The days the note is from ("2026-01-20", or "2026-01-19..2026-01-25")."""
+    date_source: _builtins.str
+    """Where its date was read ("file name", "front matter date", ...)."""
     @_builtins.property
     def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The note's tags."""
@@ -522,10 +533,13 @@ class GetNoteResponse(_message.Message):
         tags: _abc.Iterable[_builtins.str] | None = ...,
         aliases: _abc.Iterable[_builtins.str] | None = ...,
         lines_known: _builtins.bool = ...,
+        properties_json: _builtins.str = ...,
+        date: _builtins.str = ...,
+        date_source: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["aliases", b"aliases", "end_line", b"end_line", "last_line", b"last_line", "lines_known", b"lines_known", "path", b"path", "start_line", b"start_line", "tags", b"tags", "text", b"text", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["aliases", b"aliases", "date", b"date", "date_source", b"date_source", "end_line", b"end_line", "last_line", b"last_line", "lines_known", b"lines_known", "path", b"path", "properties_json", b"properties_json", "start_line", b"start_line", "tags", b"tags", "text", b"text", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -730,3 +744,311 @@ class NoteLink(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___NoteLink: _TypeAlias = NoteLink  # noqa: Y015
+
+@_typing.final
+class GetFacetsRequest(_message.Message):
+    """What to count for browsing."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FILTERS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def filters(self) -> _retrieval_pb2.RetrievalFilters:
+        """Filters that narrow the counts to part of the vault; empty counts all."""
+
+    def __init__(
+        self,
+        *,
+        filters: _retrieval_pb2.RetrievalFilters | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filters", b"filters"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetFacetsRequest: _TypeAlias = GetFacetsRequest  # noqa: Y015
+
+@_typing.final
+class GetFacetsResponse(_message.Message):
+    """The vault's folders, tags and days, each with how many notes it holds."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FOLDERS_FIELD_NUMBER: _builtins.int
+    TAGS_FIELD_NUMBER: _builtins.int
+    DAYS_FIELD_NUMBER: _builtins.int
+    NOTES_FIELD_NUMBER: _builtins.int
+    UNDATED_NOTES_FIELD_NUMBER: _builtins.int
+    notes: _builtins.int
+    """The notes counted."""
+    undated_notes: _builtins.int
+    """The notes with no date yet."""
+    @_builtins.property
+    def folders(self) -> _containers.RepeatedCompositeFieldContainer[Global___FacetCount]:
+        """Every folder that holds a note, by path; a folder's count includes the
+        notes of its subfolders.
+        """
+
+    @_builtins.property
+    def tags(self) -> _containers.RepeatedCompositeFieldContainer[Global___FacetCount]:
+        """Every tag, by name (nested tags as written, "project/kitchen"); a tag's
+        count is the notes that carry it or one of its children.
+        """
+
+    @_builtins.property
+    def days(self) -> _containers.RepeatedCompositeFieldContainer[Global___FacetCount]:
+        """Every day a note is from (YYYY-MM-DD), oldest first; a note spanning
+        days counts on its last.
+        """
+
+    def __init__(
+        self,
+        *,
+        folders: _abc.Iterable[Global___FacetCount] | None = ...,
+        tags: _abc.Iterable[Global___FacetCount] | None = ...,
+        days: _abc.Iterable[Global___FacetCount] | None = ...,
+        notes: _builtins.int = ...,
+        undated_notes: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["days", b"days", "folders", b"folders", "notes", b"notes", "tags", b"tags", "undated_notes", b"undated_notes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetFacetsResponse: _TypeAlias = GetFacetsResponse  # noqa: Y015
+
+@_typing.final
+class FacetCount(_message.Message):
+    """One folder, tag or day, and its notes."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VALUE_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    value: _builtins.str
+    """The folder's path, the tag without '#', or the day."""
+    count: _builtins.int
+    """How many notes it holds."""
+    def __init__(
+        self,
+        *,
+        value: _builtins.str = ...,
+        count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FacetCount: _TypeAlias = FacetCount  # noqa: Y015
+
+@_typing.final
+class GetRelatedNotesRequest(_message.Message):
+    """The note to find related notes for."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    """The note's vault-relative path."""
+    limit: _builtins.int
+    """The most notes to return; 0 takes 10. At most 50."""
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        limit: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "path", b"path"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetRelatedNotesRequest: _TypeAlias = GetRelatedNotesRequest  # noqa: Y015
+
+@_typing.final
+class GetRelatedNotesResponse(_message.Message):
+    """The notes related to one, most related first."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    NOTES_FIELD_NUMBER: _builtins.int
+    MEANING_SKIPPED_REASON_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    """The note asked about."""
+    meaning_skipped_reason: _builtins.str
+    """Why nothing is near by meaning, when the vector arm could not run (no
+    vectors yet, the model not loaded); empty otherwise.
+    """
+    @_builtins.property
+    def notes(self) -> _containers.RepeatedCompositeFieldContainer[Global___RelatedNote]:
+        """The related notes."""
+
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        notes: _abc.Iterable[Global___RelatedNote] | None = ...,
+        meaning_skipped_reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["meaning_skipped_reason", b"meaning_skipped_reason", "notes", b"notes", "path", b"path"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetRelatedNotesResponse: _TypeAlias = GetRelatedNotesResponse  # noqa: Y015
+
+@_typing.final
+class RelatedNote(_message.Message):
+    """One related note, with why it is related."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    SIMILARITY_FIELD_NUMBER: _builtins.int
+    HEADING_PATH_FIELD_NUMBER: _builtins.int
+    START_LINE_FIELD_NUMBER: _builtins.int
+    END_LINE_FIELD_NUMBER: _builtins.int
+    SHARED_TAGS_FIELD_NUMBER: _builtins.int
+    SHARED_LINKS_FIELD_NUMBER: _builtins.int
+    LINKED_FROM_NOTE_FIELD_NUMBER: _builtins.int
+    LINKS_TO_NOTE_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    """The related note's path."""
+    title: _builtins.str
+    """Its title."""
+    score: _builtins.float
+    """How related it is; only the order is meaningful."""
+    similarity: _builtins.float
+    """The cosine similarity of its passage nearest to the note's; 0 when it is
+    related by links or tags alone.
+    """
+    start_line: _builtins.int
+    """The nearest passage's first line."""
+    end_line: _builtins.int
+    """The nearest passage's last line."""
+    linked_from_note: _builtins.bool
+    """Whether the note asked about links to this one."""
+    links_to_note: _builtins.bool
+    """Whether this one links to the note asked about."""
+    reason: _builtins.str
+    """Why it is related, as a person reads it ("close in meaning; both tagged
+    #garden; links here").
+    """
+    @_builtins.property
+    def heading_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The headings of that nearest passage, outermost first."""
+
+    @_builtins.property
+    def shared_tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The tags both notes carry."""
+
+    @_builtins.property
+    def shared_links(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The notes both link to, by path."""
+
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        title: _builtins.str = ...,
+        score: _builtins.float = ...,
+        similarity: _builtins.float = ...,
+        heading_path: _abc.Iterable[_builtins.str] | None = ...,
+        start_line: _builtins.int = ...,
+        end_line: _builtins.int = ...,
+        shared_tags: _abc.Iterable[_builtins.str] | None = ...,
+        shared_links: _abc.Iterable[_builtins.str] | None = ...,
+        linked_from_note: _builtins.bool = ...,
+        links_to_note: _builtins.bool = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["end_line", b"end_line", "heading_path", b"heading_path", "linked_from_note", b"linked_from_note", "links_to_note", b"links_to_note", "path", b"path", "reason", b"reason", "score", b"score", "shared_links", b"shared_links", "shared_tags", b"shared_tags", "similarity", b"similarity", "start_line", b"start_line", "title", b"title"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RelatedNote: _TypeAlias = RelatedNote  # noqa: Y015
+
+@_typing.final
+class SuggestQuestionsRequest(_message.Message):
+    """How many questions to suggest."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LIMIT_FIELD_NUMBER: _builtins.int
+    limit: _builtins.int
+    """The most questions; 0 takes 4. At most 12."""
+    def __init__(
+        self,
+        *,
+        limit: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SuggestQuestionsRequest: _TypeAlias = SuggestQuestionsRequest  # noqa: Y015
+
+@_typing.final
+class SuggestQuestionsResponse(_message.Message):
+    """Questions drawn from the vault."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUESTIONS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def questions(self) -> _containers.RepeatedCompositeFieldContainer[Global___SuggestedQuestion]:
+        """The questions, each about one note."""
+
+    def __init__(
+        self,
+        *,
+        questions: _abc.Iterable[Global___SuggestedQuestion] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["questions", b"questions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SuggestQuestionsResponse: _TypeAlias = SuggestQuestionsResponse  # noqa: Y015
+
+@_typing.final
+class SuggestedQuestion(_message.Message):
+    """One question a person could ask, and the note it was drawn from."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TEXT_FIELD_NUMBER: _builtins.int
+    NOTE_PATH_FIELD_NUMBER: _builtins.int
+    text: _builtins.str
+    """The question."""
+    note_path: _builtins.str
+    """The note it was drawn from."""
+    def __init__(
+        self,
+        *,
+        text: _builtins.str = ...,
+        note_path: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["note_path", b"note_path", "text", b"text"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SuggestedQuestion: _TypeAlias = SuggestedQuestion  # noqa: Y015

@@ -61,6 +61,21 @@ class RetrieveServiceStub:
                 request_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteLinksRequest.SerializeToString,
                 response_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteLinksResponse.FromString,
                 _registered_method=True)
+        self.GetFacets = channel.unary_unary(
+                '/secondbrain.retrieve.v1.RetrieveService/GetFacets',
+                request_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetFacetsRequest.SerializeToString,
+                response_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetFacetsResponse.FromString,
+                _registered_method=True)
+        self.GetRelatedNotes = channel.unary_unary(
+                '/secondbrain.retrieve.v1.RetrieveService/GetRelatedNotes',
+                request_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetRelatedNotesRequest.SerializeToString,
+                response_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetRelatedNotesResponse.FromString,
+                _registered_method=True)
+        self.SuggestQuestions = channel.unary_unary(
+                '/secondbrain.retrieve.v1.RetrieveService/SuggestQuestions',
+                request_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.SuggestQuestionsRequest.SerializeToString,
+                response_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.SuggestQuestionsResponse.FromString,
+                _registered_method=True)
 
 
 class RetrieveServiceServicer:
@@ -105,6 +120,31 @@ class RetrieveServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetFacets(self, request, context):
+        """What the vault can be browsed by, with counts: its folders, its tags and
+        the days its notes are from.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetRelatedNotes(self, request, context):
+        """The notes related to one note: nearest by meaning (its passages against
+        the others', rolled up to notes) together with shared links and tags,
+        each with why it is related.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SuggestQuestions(self, request, context):
+        """Questions a person could ask of this vault, drawn from its own notes,
+        for the empty chat screen.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrieveServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -132,6 +172,21 @@ def add_RetrieveServiceServicer_to_server(servicer, server):
                     servicer.GetNoteLinks,
                     request_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteLinksRequest.FromString,
                     response_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteLinksResponse.SerializeToString,
+            ),
+            'GetFacets': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetFacets,
+                    request_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetFacetsRequest.FromString,
+                    response_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetFacetsResponse.SerializeToString,
+            ),
+            'GetRelatedNotes': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRelatedNotes,
+                    request_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetRelatedNotesRequest.FromString,
+                    response_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetRelatedNotesResponse.SerializeToString,
+            ),
+            'SuggestQuestions': grpc.unary_unary_rpc_method_handler(
+                    servicer.SuggestQuestions,
+                    request_deserializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.SuggestQuestionsRequest.FromString,
+                    response_serializer=secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.SuggestQuestionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -271,6 +326,87 @@ class RetrieveService:
             '/secondbrain.retrieve.v1.RetrieveService/GetNoteLinks',
             secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteLinksRequest.SerializeToString,
             secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetNoteLinksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetFacets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/secondbrain.retrieve.v1.RetrieveService/GetFacets',
+            secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetFacetsRequest.SerializeToString,
+            secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetFacetsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRelatedNotes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/secondbrain.retrieve.v1.RetrieveService/GetRelatedNotes',
+            secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetRelatedNotesRequest.SerializeToString,
+            secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.GetRelatedNotesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SuggestQuestions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/secondbrain.retrieve.v1.RetrieveService/SuggestQuestions',
+            secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.SuggestQuestionsRequest.SerializeToString,
+            secondbrain_dot_retrieve_dot_v1_dot_retrieve__service__pb2.SuggestQuestionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

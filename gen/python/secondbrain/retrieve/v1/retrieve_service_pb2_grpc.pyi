@@ -49,6 +49,19 @@ class RetrieveServiceStub:
     """Lists indexed notes by path, optionally under folders or with tags."""
     GetNoteLinks: _grpc.UnaryUnaryMultiCallable[_retrieve_service_pb2.GetNoteLinksRequest, _retrieve_service_pb2.GetNoteLinksResponse]
     """The wikilinks out of a note and the notes that link to it."""
+    GetFacets: _grpc.UnaryUnaryMultiCallable[_retrieve_service_pb2.GetFacetsRequest, _retrieve_service_pb2.GetFacetsResponse]
+    """What the vault can be browsed by, with counts: its folders, its tags and
+    the days its notes are from.
+    """
+    GetRelatedNotes: _grpc.UnaryUnaryMultiCallable[_retrieve_service_pb2.GetRelatedNotesRequest, _retrieve_service_pb2.GetRelatedNotesResponse]
+    """The notes related to one note: nearest by meaning (its passages against
+    the others', rolled up to notes) together with shared links and tags,
+    each with why it is related.
+    """
+    SuggestQuestions: _grpc.UnaryUnaryMultiCallable[_retrieve_service_pb2.SuggestQuestionsRequest, _retrieve_service_pb2.SuggestQuestionsResponse]
+    """Questions a person could ask of this vault, drawn from its own notes,
+    for the empty chat screen.
+    """
 
 @_typing.type_check_only
 class RetrieveServiceAsyncStub(RetrieveServiceStub):
@@ -71,6 +84,19 @@ class RetrieveServiceAsyncStub(RetrieveServiceStub):
     """Lists indexed notes by path, optionally under folders or with tags."""
     GetNoteLinks: _aio.UnaryUnaryMultiCallable[_retrieve_service_pb2.GetNoteLinksRequest, _retrieve_service_pb2.GetNoteLinksResponse]  # type: ignore[assignment]
     """The wikilinks out of a note and the notes that link to it."""
+    GetFacets: _aio.UnaryUnaryMultiCallable[_retrieve_service_pb2.GetFacetsRequest, _retrieve_service_pb2.GetFacetsResponse]  # type: ignore[assignment]
+    """What the vault can be browsed by, with counts: its folders, its tags and
+    the days its notes are from.
+    """
+    GetRelatedNotes: _aio.UnaryUnaryMultiCallable[_retrieve_service_pb2.GetRelatedNotesRequest, _retrieve_service_pb2.GetRelatedNotesResponse]  # type: ignore[assignment]
+    """The notes related to one note: nearest by meaning (its passages against
+    the others', rolled up to notes) together with shared links and tags,
+    each with why it is related.
+    """
+    SuggestQuestions: _aio.UnaryUnaryMultiCallable[_retrieve_service_pb2.SuggestQuestionsRequest, _retrieve_service_pb2.SuggestQuestionsResponse]  # type: ignore[assignment]
+    """Questions a person could ask of this vault, drawn from its own notes,
+    for the empty chat screen.
+    """
 
 class RetrieveServiceServicer(metaclass=_abc_1.ABCMeta):
     """Finds what a vault says about a question: numbered passages for an answer
@@ -120,5 +146,36 @@ class RetrieveServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_retrieve_service_pb2.GetNoteLinksResponse, _abc.Awaitable[_retrieve_service_pb2.GetNoteLinksResponse]]:
         """The wikilinks out of a note and the notes that link to it."""
+
+    @_abc_1.abstractmethod
+    def GetFacets(
+        self,
+        request: _retrieve_service_pb2.GetFacetsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retrieve_service_pb2.GetFacetsResponse, _abc.Awaitable[_retrieve_service_pb2.GetFacetsResponse]]:
+        """What the vault can be browsed by, with counts: its folders, its tags and
+        the days its notes are from.
+        """
+
+    @_abc_1.abstractmethod
+    def GetRelatedNotes(
+        self,
+        request: _retrieve_service_pb2.GetRelatedNotesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retrieve_service_pb2.GetRelatedNotesResponse, _abc.Awaitable[_retrieve_service_pb2.GetRelatedNotesResponse]]:
+        """The notes related to one note: nearest by meaning (its passages against
+        the others', rolled up to notes) together with shared links and tags,
+        each with why it is related.
+        """
+
+    @_abc_1.abstractmethod
+    def SuggestQuestions(
+        self,
+        request: _retrieve_service_pb2.SuggestQuestionsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_retrieve_service_pb2.SuggestQuestionsResponse, _abc.Awaitable[_retrieve_service_pb2.SuggestQuestionsResponse]]:
+        """Questions a person could ask of this vault, drawn from its own notes,
+        for the empty chat screen.
+        """
 
 def add_RetrieveServiceServicer_to_server(servicer: RetrieveServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
