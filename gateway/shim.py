@@ -22,6 +22,7 @@ import grpc
 from google.protobuf import message_factory
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -59,9 +60,24 @@ gRPC and grpc-web are served on this same address.</p>
 """
 
 
+# The UI's own addresses (ui/src/routes.ts): a reload or a shared link of /note/Projects/Kitchen.md gets the app,
+# which reads the address itself. Anything else that is not a file stays a 404.
+UI_ROUTES = ("/note/", "/browse", "/chat", "/status")
+
+
 class _BuiltUI(StaticFiles):
     """The built UI's files, but never a source map: it is the UI's source, comments and all, and a build may
-    leave one next to its bundle."""
+    leave one next to its bundle. The UI's routes are answered with its index.html."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        try:
+            return await super().get_response(path, scope)
+        except StarletteHTTPException as error:
+            asked = scope["path"]
+            routed = any(asked == prefix.rstrip("/") or asked.startswith(prefix) for prefix in UI_ROUTES)
+            if error.status_code != 404 or not routed:
+                raise
+            return await super().get_response("index.html", scope)
 
     def file_response(
         self, full_path: str | os.PathLike[str], stat_result: os.stat_result, scope: Scope, status_code: int = 200

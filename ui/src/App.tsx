@@ -1,21 +1,16 @@
-// The page: a header with search and index links and, at the right, the speech-bubble button that opens the
-// chat panel over everything. The panel (and the markdown renderer it brings) is loaded when first opened.
-import { lazy, Suspense, useEffect, useState } from "react";
+// The page: a header with the places (search, browse, the index) and, at the right, the speech-bubble link to the
+// chat; below it the route's page (routes.ts lists the addresses). The reader, browsing and the chat (and the
+// markdown renderer they bring) are loaded when first visited.
+import { lazy, Suspense, useState } from "react";
+import { BrowserRouter, NavLink, Route, Routes } from "react-router";
 import { saveToken, savedToken } from "./api";
 import { SearchPage } from "./pages/SearchPage";
 import { StatusPage } from "./pages/StatusPage";
+import { browseUrl, chatUrl, statusUrl } from "./routes";
 
-const ChatPanel = lazy(() => import("./chat/ChatPanel").then((module) => ({ default: module.ChatPanel })));
-
-function useHashRoute(): string {
-  const [route, setRoute] = useState(window.location.hash.replace(/^#\/?/, ""));
-  useEffect(() => {
-    const onChange = () => setRoute(window.location.hash.replace(/^#\/?/, ""));
-    window.addEventListener("hashchange", onChange);
-    return () => window.removeEventListener("hashchange", onChange);
-  }, []);
-  return route;
-}
+const ChatPage = lazy(() => import("./chat/ChatPage").then((module) => ({ default: module.ChatPage })));
+const ReaderPage = lazy(() => import("./reader/ReaderPage").then((module) => ({ default: module.ReaderPage })));
+const BrowsePage = lazy(() => import("./browse/BrowsePage").then((module) => ({ default: module.BrowsePage })));
 
 function TokenPrompt({ onDone }: { onDone: () => void }) {
   const [token, setToken] = useState(savedToken());
@@ -54,38 +49,59 @@ function SpeechBubble() {
   );
 }
 
+function NotFoundPage() {
+  return (
+    <section className="page" aria-labelledby="not-found-title">
+      <h1 id="not-found-title">Nothing here</h1>
+      <p>
+        This address is not a page of secondbrain. <NavLink to="/">Search your notes</NavLink> or{" "}
+        <NavLink to={browseUrl()}>browse them</NavLink>.
+      </p>
+    </section>
+  );
+}
+
 export function App() {
-  const route = useHashRoute();
-  const [chatOpen, setChatOpen] = useState(false);
   const [askToken, setAskToken] = useState(false);
-  // Remounting the panel after a token is entered reloads everything with it.
+  // Remounting the pages after a token is entered reloads everything with it.
   const [generation, setGeneration] = useState(0);
+  const unauthenticated = () => setAskToken(true);
 
   return (
-    <>
+    <BrowserRouter>
       <header className="app-header">
-        <a className="brand" href="#/">
+        <NavLink className="brand" to="/">
           secondbrain
-        </a>
-        <nav>
-          <a href="#/" className={route === "" ? "current" : ""}>
+        </NavLink>
+        <nav aria-label="Main">
+          <NavLink to="/" end className={({ isActive }) => (isActive ? "current" : "")}>
             Search
-          </a>
-          <a href="#/status" className={route === "status" ? "current" : ""}>
+          </NavLink>
+          <NavLink to={browseUrl()} className={({ isActive }) => (isActive ? "current" : "")}>
+            Browse
+          </NavLink>
+          <NavLink to={statusUrl} className={({ isActive }) => (isActive ? "current" : "")}>
             Index
-          </a>
+          </NavLink>
         </nav>
         <span className="spacer" />
-        <button className="chat-button" aria-label="Open chat" title="Ask your notes" onClick={() => setChatOpen(true)}>
+        <NavLink className="chat-button" to={chatUrl()} aria-label="Open chat" title="Ask your notes">
           <SpeechBubble />
-        </button>
+        </NavLink>
       </header>
-      <main key={generation}>{route === "status" ? <StatusPage /> : <SearchPage />}</main>
-      {chatOpen ? (
-        <Suspense fallback={null}>
-          <ChatPanel key={generation} onClose={() => setChatOpen(false)} onUnauthenticated={() => setAskToken(true)} />
+      <main key={generation}>
+        <Suspense fallback={<p className="loading">Loading…</p>}>
+          <Routes>
+            <Route path="/" element={<SearchPage />} />
+            <Route path="/note/*" element={<ReaderPage onUnauthenticated={unauthenticated} />} />
+            <Route path="/browse" element={<BrowsePage onUnauthenticated={unauthenticated} />} />
+            <Route path="/chat" element={<ChatPage onUnauthenticated={unauthenticated} />} />
+            <Route path="/chat/:conversationId" element={<ChatPage onUnauthenticated={unauthenticated} />} />
+            <Route path="/status" element={<StatusPage />} />
+            <Route path="*" element={<NotFoundPage />} />
+          </Routes>
         </Suspense>
-      ) : null}
+      </main>
       {askToken ? (
         <TokenPrompt
           onDone={() => {
@@ -94,6 +110,6 @@ export function App() {
           }}
         />
       ) : null}
-    </>
+    </BrowserRouter>
   );
 }
