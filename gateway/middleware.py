@@ -22,8 +22,11 @@ from secondbrain.service.client_address import FORWARDED_CLIENT, FORWARDED_FOR, 
 OPEN_API_PATHS = frozenset({"/api/openapi.json"})
 # The built UI loads one script and one stylesheet from its own origin and calls only that origin (grpc-web and
 # /api/), with nothing inline; nothing the shim serves may be framed, and a JSON body cannot turn into a page.
+# Images may also be blob: URLs: the reader shows a vault's images from the bytes GetAttachment read (over
+# grpc-web, with the token), never from a URL of the vault's files.
 CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    "default-src 'self'; img-src 'self' blob:; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
 )
 SECURITY_HEADERS = {
     "content-security-policy": CONTENT_SECURITY_POLICY,
