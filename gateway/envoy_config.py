@@ -50,6 +50,41 @@ class Upstream:
 
 
 @dataclass(frozen=True)
+class TlsFiles:
+    """The certificate (PEM, its chain after it) and private key Envoy serves HTTPS with."""
+
+    cert: Path
+    key: Path
+
+
+# What the first PEM block of each file must be: (the setting, what it should hold, the labels that are that).
+_PEM_KINDS = {
+    "cert": ("SECONDBRAIN_TLS_CERT", "a PEM certificate", ("CERTIFICATE",)),
+    "key": ("SECONDBRAIN_TLS_KEY", "a PEM private key", ("PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY")),
+}
+
+
+def tls_files(settings: Settings) -> TlsFiles | None:
+    """The configured certificate and key as absolute paths, each checked to be a PEM file of its kind that this
+    process (Envoy's user) can read, or None for plain HTTP. A ConfigError names the setting and says why, in one
+    line, instead of Envoy's own words for it at start."""
+    if settings.tls_cert is None or settings.tls_key is None:
+        return None
+    checked = {}
+    for part, path in (("cert", settings.tls_cert), ("key", settings.tls_key)):
+        name, kind, labels = _PEM_KINDS[part]
+        try:
+            text = path.read_text(encoding="ascii", errors="replace")
+        except OSError as error:
+            raise ConfigError(f"{name}: {path} cannot be read ({error.strerror or error})") from None
+        first = next((line for line in text.splitlines() if line.startswith("-----BEGIN ")), "")
+        if first.removeprefix("-----BEGIN ").removesuffix("-----") not in labels:
+            raise ConfigError(f"{name}: {path} is not {kind} (no '-----BEGIN {labels[0]}-----' line)")
+        checked[part] = path.resolve()
+    return TlsFiles(**checked)
+
+
+@dataclass(frozen=True)
 class GatewayLayout:
     """Where Envoy listens and where each upstream is."""
 
@@ -69,6 +104,8 @@ class GatewayLayout:
     loopback_names_only: bool = False
     # OTLP/HTTP traces endpoint (a whole URL): Envoy reports a span per request there, as the services do.
     trace_endpoint: str | None = None
+    # With a certificate and key the listener serves HTTPS only (HTTP/2 or HTTP/1.1, chosen by ALPN).
+    tls: TlsFiles | None = None
 
 
 def local_layout(settings: Settings, *, listen_port: int | None = None) -> GatewayLayout:
@@ -85,12 +122,14 @@ def local_layout(settings: Settings, *, listen_port: int | None = None) -> Gatew
         trusted_proxy_hops=settings.trusted_proxy_hops,
         trace_endpoint=otlp_traces_endpoint(),
         loopback_names_only=not settings.token,
+        tls=tls_files(settings),
     )
 
 
 def kubernetes_layout(settings: Settings) -> GatewayLayout:
     """Envoy in a pod: listening on every interface, upstreams by service name (headless services, so Envoy sees
-    every pod), and no admin API: the probes go through the listener."""
+    every pod), and no admin API: the probes go through the listener. Plain HTTP: in a cluster the Ingress holds the
+    certificate and ends TLS (docs/deploy.md)."""
     return GatewayLayout(
         listen_host="0.0.0.0",
         listen_port=settings.gateway_port,
@@ -208,6 +247,26 @@ def _tracing(endpoint: str | None) -> dict[str, str]:
     }
 
 
+def _downstream_tls(tls: TlsFiles | None) -> str:
+    """The template's listener transport socket, as a YAML flow mapping (JSON): TLS with `tls`'s certificate, HTTP/2
+    offered first by ALPN (a browser's fetches then share one connection), or nothing for plain HTTP."""
+    if tls is None:
+        return ""
+    socket = {
+        "name": "envoy.transport_sockets.tls",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
+            "common_tls_context": {
+                "tls_certificates": [
+                    {"certificate_chain": {"filename": str(tls.cert)}, "private_key": {"filename": str(tls.key)}}
+                ],
+                "alpn_protocols": ["h2", "http/1.1"],
+            },
+        },
+    }
+    return f"transport_socket: {json.dumps(socket)}"
+
+
 def _hosts(loopback_names_only: bool) -> dict[str, str]:
     """The names the listener answers (`domains`) and, when only loopback names are, a virtual host after it that
     refuses every other name in words (`foreign_hosts`; blank otherwise)."""
@@ -239,6 +298,7 @@ def render(layout: GatewayLayout) -> str:
         "cors_origins": json.dumps([{"exact": origin} for origin in layout.cors_origins]),
         "trusted_proxy_hops": layout.trusted_proxy_hops,
         "connection_idle_timeout": f"{CONNECTION_IDLE_TIMEOUT_SECONDS}s",
+        "transport_socket": _downstream_tls(layout.tls),
         **_tracing(layout.trace_endpoint),
         **_hosts(layout.loopback_names_only),
     }

@@ -94,6 +94,12 @@ class Settings(BaseSettings):
     ingest_address: str | None = Field(default=None, description="host:port where the shim reaches ingest.")
     retrieve_address: str | None = Field(default=None, description="host:port where chat and the shim reach retrieve.")
     chat_address: str | None = Field(default=None, description="host:port where the shim reaches chat.")
+    tls_cert: Path | None = Field(
+        default=None,
+        description="A PEM certificate (its chain after it) Envoy serves HTTPS with, with SECONDBRAIN_TLS_KEY: a phone "
+        "installs the web UI only over HTTPS. Unset: plain HTTP.",
+    )
+    tls_key: Path | None = Field(default=None, description="The PEM private key of SECONDBRAIN_TLS_CERT.")
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Browser origins, comma-separated, that may call the gateway from another site.",
@@ -206,6 +212,17 @@ class Settings(BaseSettings):
                 f"header); {TOKEN_HINT}"
             )
         return token
+
+    @model_validator(mode="after")
+    def _tls_as_a_pair(self) -> Settings:
+        # (Whether the files can be read is checked where Envoy's configuration is made: only Envoy reads them.)
+        if (self.tls_cert is None) != (self.tls_key is None):
+            given, missing = ("CERT", "KEY") if self.tls_key is None else ("KEY", "CERT")
+            raise ValueError(
+                f"SECONDBRAIN_TLS_{given} is set but SECONDBRAIN_TLS_{missing} is not: Envoy serves HTTPS with both "
+                "(a certificate and its private key, PEM files), or plain HTTP with neither"
+            )
+        return self
 
     @model_validator(mode="after")
     def _open_only_with_a_token(self) -> Settings:

@@ -84,10 +84,14 @@ class Child:
     process: asyncio.subprocess.Process
     # Reads what the child writes to a pipe (Envoy's access log at a terminal); None when it writes to ours.
     relay: asyncio.Task[None] | None = None
+    # Envoy serving HTTPS (SECONDBRAIN_TLS_CERT and SECONDBRAIN_TLS_KEY).
+    tls: bool = False
 
     @property
     def url(self) -> str:
-        return f"grpc://{self.address}" if self.name in GRPC_SERVICES else f"http://{self.address}/"
+        if self.name in GRPC_SERVICES:
+            return f"grpc://{self.address}"
+        return f"{'https' if self.tls else 'http'}://{self.address}/"
 
 
 def _say(message: str) -> None:
@@ -112,7 +116,8 @@ async def _spawn(name: str, config: Config, logs: RunLogs) -> Child:
         preexec_fn=_stop_with_parent, stdout=asyncio.subprocess.PIPE if relayed else None,
     )  # fmt: skip
     relay = asyncio.create_task(_relay_access_log(process.stdout)) if process.stdout is not None else None
-    return Child(name=name, address=_address(name, config.settings), process=process, relay=relay)
+    tls = name == "envoy" and config.settings.tls_cert is not None
+    return Child(name=name, address=_address(name, config.settings), process=process, relay=relay, tls=tls)
 
 
 async def _relay_access_log(stream: asyncio.StreamReader) -> None:
@@ -152,10 +157,11 @@ def _stop_with_parent() -> None:
 async def _is_ready(child: Child) -> bool:
     if child.name in GRPC_SERVICES:
         return await check_health(child.address, rpc_timeout=1.0) == "SERVING"
-    # Through Envoy, /healthz reaches the shim: the whole HTTP path answers.
+    # Through Envoy, /healthz reaches the shim: the whole HTTP path answers. (Over HTTPS the certificate is not
+    # checked: it names the address phones use, not the loopback one asked here, of a child this process started.)
     try:
-        async with httpx2.AsyncClient(timeout=1.0) as client:
-            return (await client.get(f"http://{child.address}/healthz")).status_code == 200
+        async with httpx2.AsyncClient(timeout=1.0, verify=not child.tls) as client:
+            return (await client.get(f"{child.url}healthz")).status_code == 200
     except httpx2.HTTPError:
         return False
 
