@@ -118,7 +118,7 @@ async function copyText(text: string): Promise<boolean> {
   return copied;
 }
 
-function CodeBlock({ children }: { children?: React.ReactNode }) {
+export function CodeBlock({ children }: { children?: React.ReactNode }) {
   const pre = useRef<HTMLPreElement>(null);
   const [state, setState] = useState<"" | "copied" | "failed">("");
   useEffect(() => {

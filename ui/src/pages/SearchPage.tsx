@@ -1,8 +1,13 @@
-// Note-level search with folder and tag filters; each hit's snippet shows the matched words highlighted.
-import { lazy, Suspense, useState } from "react";
+// Note-level search with folder, tag and date filters picked from what the vault has; each hit's snippet shows the
+// matched words highlighted, and its title opens the note in the reader. The search is the URL (?q=&folder=&tag=
+// &from=&to=&mode=), so back from a note returns to the same results.
+import { lazy, Suspense, useEffect, useState } from "react";
+import { Link, useSearchParams } from "react-router";
 import { describeError, retrieve } from "../api";
 import { DateChip } from "../DateChip";
-import { type NoteHit, SearchMode } from "../gen/secondbrain/retrieve/v1/retrieve_service_pb";
+import { type GetFacetsResponse, type NoteHit, SearchMode } from "../gen/secondbrain/retrieve/v1/retrieve_service_pb";
+import { noteUrl } from "../routes";
+import { FilterPicker } from "./FilterPicker";
 
 // The arms in the CLI's words; the proto keeps names of its own (SEARCH_MODES in services/retrieve/servicer.py).
 const MODES: [SearchMode, string][] = [
@@ -23,12 +28,45 @@ const Snippet = lazy(() =>
   ),
 );
 
+const MODE_NAMES: Record<string, SearchMode> = {
+  hybrid: SearchMode.HYBRID,
+  lexical: SearchMode.KEYWORD,
+  vector: SearchMode.SEMANTIC,
+};
 
-function list(text: string): string[] {
-  return text
-    .split(",")
-    .map((part) => part.trim().replace(/^#/, ""))
-    .filter(Boolean);
+function modeName(mode: SearchMode): string {
+  return Object.entries(MODE_NAMES).find(([, value]) => value === mode)?.[0] ?? "hybrid";
+}
+
+interface Asked {
+  query: string;
+  folders: string[];
+  tags: string[];
+  since: string;
+  until: string;
+  mode: SearchMode;
+}
+
+function askedFrom(params: URLSearchParams): Asked {
+  return {
+    query: params.get("q") ?? "",
+    folders: params.getAll("folder"),
+    tags: params.getAll("tag"),
+    since: params.get("from") ?? "",
+    until: params.get("to") ?? "",
+    mode: MODE_NAMES[params.get("mode") ?? ""] ?? SearchMode.HYBRID,
+  };
+}
+
+function paramsOf(asked: Asked): URLSearchParams {
+  const params = new URLSearchParams();
+  params.set("q", asked.query.trim());
+  for (const folder of asked.folders) params.append("folder", folder);
+  for (const tag of asked.tags) params.append("tag", tag);
+  if (asked.since) params.set("from", asked.since);
+  if (asked.until) params.set("to", asked.until);
+  if (asked.mode !== SearchMode.HYBRID) params.set("mode", modeName(asked.mode));
+  return params;
 }
 
 function summary(hits: NoteHit[], searched: string): string {
@@ -40,40 +78,79 @@ function summary(hits: NoteHit[], searched: string): string {
 }
 
 export function SearchPage() {
-  const [query, setQuery] = useState("");
-  const [folders, setFolders] = useState("");
-  const [tags, setTags] = useState("");
-  const [since, setSince] = useState("");
-  const [until, setUntil] = useState("");
-  const [mode, setMode] = useState(SearchMode.HYBRID);
+  const [params, setParams] = useSearchParams();
+  const asked = askedFrom(params);
+  const [query, setQuery] = useState(asked.query);
+  const [folders, setFolders] = useState(asked.folders);
+  const [tags, setTags] = useState(asked.tags);
+  const [since, setSince] = useState(asked.since);
+  const [until, setUntil] = useState(asked.until);
+  const [mode, setMode] = useState(asked.mode);
+  const [facets, setFacets] = useState<GetFacetsResponse>();
   const [hits, setHits] = useState<NoteHit[]>();
   // The query the hits are for (the box may have changed since).
   const [searched, setSearched] = useState("");
   const [note, setNote] = useState("");
   const [error, setError] = useState("");
   const [searching, setSearching] = useState(false);
+  const key = params.toString();
+  // Bumped to run the same search again (the index may have changed since).
+  const [again, setAgain] = useState(0);
 
-  async function search(event: React.FormEvent) {
-    event.preventDefault();
-    if (!query.trim()) return;
+  useEffect(() => {
+    retrieve.getFacets({}).then(setFacets, () => undefined); // without them the pickers are empty; search still works
+  }, []);
+
+  // The URL is the search: run it whenever it changes (a search, back, forward, a shared link).
+  useEffect(() => {
+    const current = askedFrom(new URLSearchParams(key));
+    setQuery(current.query);
+    setFolders(current.folders);
+    setTags(current.tags);
+    setSince(current.since);
+    setUntil(current.until);
+    setMode(current.mode);
+    if (!current.query.trim()) {
+      setHits(undefined);
+      return;
+    }
+    let live = true;
     setSearching(true);
     setError("");
-    try {
-      void loadMarkdown().catch(() => undefined); // started beside the search, not waited for
-      const reply = await retrieve.search({
-        query,
-        mode,
+    void loadMarkdown().catch(() => undefined); // started beside the search, not waited for
+    retrieve
+      .search({
+        query: current.query,
+        mode: current.mode,
         limit: 20,
-        filters: { folders: list(folders), tags: list(tags), dateFrom: since, dateTo: until },
-      });
-      setHits(reply.hits);
-      setSearched(query.trim());
-      setNote(reply.vectorArmRan || mode === SearchMode.KEYWORD ? "" : `Vector search did not run: ${reply.vectorArmSkippedReason}`);
-    } catch (e) {
-      setError(describeError(e));
-    } finally {
-      setSearching(false);
-    }
+        filters: { folders: current.folders, tags: current.tags, dateFrom: current.since, dateTo: current.until },
+      })
+      .then(
+        (reply) => {
+          if (!live) return;
+          setHits(reply.hits);
+          setSearched(current.query.trim());
+          setNote(
+            reply.vectorArmRan || current.mode === SearchMode.KEYWORD
+              ? ""
+              : `Vector search did not run: ${reply.vectorArmSkippedReason}`,
+          );
+        },
+        (e) => live && setError(describeError(e)),
+      )
+      .finally(() => live && setSearching(false));
+    return () => {
+      live = false;
+    };
+  }, [key, again]);
+
+  function search(event: React.FormEvent) {
+    event.preventDefault();
+    if (!query.trim()) return;
+    const next = paramsOf({ query, folders, tags, since, until, mode });
+    // The same search again runs again (the index may have changed); a new one is a new entry in the history.
+    if (next.toString() === key) setAgain(again + 1);
+    else setParams(next);
   }
 
   return (
@@ -94,13 +171,21 @@ export function SearchPage() {
             </option>
           ))}
         </select>
-        <input
-          aria-label="Folders"
-          placeholder="Folders, comma-separated"
-          value={folders}
-          onChange={(e) => setFolders(e.target.value)}
+        <FilterPicker
+          label="Folders"
+          placeholder="Any folder"
+          options={facets?.folders ?? []}
+          selected={folders}
+          onChange={setFolders}
         />
-        <input aria-label="Tags" placeholder="Tags, comma-separated" value={tags} onChange={(e) => setTags(e.target.value)} />
+        <FilterPicker
+          label="Tags"
+          placeholder="Any tag"
+          prefix="#"
+          options={facets?.tags ?? []}
+          selected={tags}
+          onChange={setTags}
+        />
         <label className="date-field">
           From
           <input aria-label="Dated from" type="date" value={since} max={until || undefined} onChange={(e) => setSince(e.target.value)} />
@@ -132,7 +217,13 @@ export function SearchPage() {
             {hits.map((hit) => (
               <li key={hit.path} data-testid="hit">
                 <div className="hit-title">
-                  <strong>{hit.title}</strong> <span className="note-path">{hit.path}</span>
+                  <Link
+                    className="hit-link"
+                    to={noteUrl(hit.path, { heading: hit.headingPath.at(-1) })}
+                  >
+                    {hit.title}
+                  </Link>{" "}
+                  <span className="note-path">{hit.path}</span>
                   <DateChip date={hit.date} source={hit.dateSource} shownIn={[hit.path, hit.title, ...hit.headingPath]} />
                   {hits.some((other) => other.containsQuery) && !hit.containsQuery ? (
                     <span className="related-chip" title="Listed for its meaning: it does not contain the words">

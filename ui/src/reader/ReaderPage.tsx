@@ -1,5 +1,178 @@
-// The note reader, at /note/<path>.
+// The note reader, at /note/<path>: the note as Obsidian shows it (properties, then the body), with its links,
+// backlinks and related notes beside it. ?lines=a-b (a citation, a backlink) highlights those lines and scrolls to
+// them; #heading scrolls to a heading. "Ask about this note" opens the chat scoped to it and what it links to.
+import { useEffect, useLayoutEffect, useRef, useState } from "react";
+import { Link, useLocation, useParams, useSearchParams } from "react-router";
+import { describeError, isUnauthenticated, retrieve } from "../api";
+import { DateChip } from "../DateChip";
+import type { GetNoteLinksResponse, GetNoteResponse } from "../gen/secondbrain/retrieve/v1/retrieve_service_pb";
+import { useIndexStatus, vaultName } from "../indexStatus";
+import { browseUrl, chatUrl, notePathFrom, parseLines, tagUrl } from "../routes";
+import { Backlinks, OutgoingLinks } from "./NoteLinks";
+import { NoteMarkdown, resolvedLinks } from "./NoteMarkdown";
+import { slug } from "./obsidian";
+import { Properties } from "./Properties";
+import { RelatedNotes } from "./RelatedNotes";
+import "./reader.css";
+
+interface LoadedNote {
+  note: GetNoteResponse;
+  links: GetNoteLinksResponse;
+}
+
+// The whole note: GetNote returns at most 2,000 lines a read, so a longer one is read on from where it stopped.
+async function readWhole(path: string): Promise<GetNoteResponse> {
+  const first = await retrieve.getNote({ path });
+  let text = first.text;
+  let end = first.endLine;
+  while (end < first.lastLine) {
+    const more = await retrieve.getNote({ path: first.path, startLine: end + 1 });
+    text += `\n${more.text}`;
+    end = more.endLine;
+  }
+  first.text = text;
+  first.endLine = end;
+  return first;
+}
+
+function obsidianUrl(vault: string, notePath: string): string {
+  return `obsidian://open?vault=${encodeURIComponent(vault)}&file=${encodeURIComponent(notePath.replace(/\.md$/i, ""))}`;
+}
+
+// The body's first line is its own title (# Title): the reader shows that heading rather than the title twice.
+function opensWithTitle(text: string, title: string): boolean {
+  const first = /^\s*#\s+(.+?)\s*#*\s*$/m.exec(text.split("\n").find((line) => line.trim()) ?? "");
+  return first !== null && first[1].trim() === title.trim();
+}
+
+function Breadcrumbs({ path }: { path: string }) {
+  const folders = path.split("/").slice(0, -1);
+  if (!folders.length) return null;
+  return (
+    <nav className="breadcrumbs" aria-label="Folder">
+      {folders.map((name, i) => (
+        <span key={i}>
+          <Link to={browseUrl({ folder: folders.slice(0, i + 1).join("/") })}>{name}</Link>
+          <span aria-hidden="true"> / </span>
+        </span>
+      ))}
+    </nav>
+  );
+}
+
 export function ReaderPage({ onUnauthenticated }: { onUnauthenticated: () => void }) {
-  void onUnauthenticated;
-  return <section className="page">Reader</section>;
+  const params = useParams();
+  const path = notePathFrom(params["*"] ?? "");
+  const [search] = useSearchParams();
+  const location = useLocation();
+  const cited = parseLines(search.get("lines"));
+  const heading = decodeURIComponent(location.hash.replace(/^#/, ""));
+  const status = useIndexStatus();
+  const [loaded, setLoaded] = useState<LoadedNote>();
+  const [error, setError] = useState("");
+  const article = useRef<HTMLElement>(null);
+
+  useEffect(() => {
+    let live = true;
+    setError("");
+    Promise.all([readWhole(path), retrieve.getNoteLinks({ path })]).then(
+      ([note, links]) => {
+        if (!live) return;
+        setLoaded({ note, links });
+        document.title = `${note.title} · secondbrain`;
+      },
+      (e) => {
+        if (!live) return;
+        if (isUnauthenticated(e)) onUnauthenticated();
+        setLoaded(undefined);
+        setError(describeError(e));
+      },
+    );
+    return () => {
+      live = false;
+    };
+  }, [path, onUnauthenticated]);
+
+  // Once the note is shown: to the cited lines, else the heading, else the top.
+  useLayoutEffect(() => {
+    if (!loaded || !article.current) return;
+    const target = cited
+      ? article.current.querySelector(".cited")
+      : heading
+        ? document.getElementById(slug(heading))
+        : null;
+    if (target instanceof HTMLElement) target.scrollIntoView({ block: cited ? "center" : "start" });
+    else window.scrollTo(0, 0);
+  }, [loaded, cited?.[0], cited?.[1], heading]);
+
+  if (error) {
+    return (
+      <section className="page reader-page">
+        <h1>{path.split("/").pop()?.replace(/\.md$/i, "") || "Note"}</h1>
+        <div className="error" role="alert">
+          {error}
+        </div>
+        <p>
+          <Link to={browseUrl()}>Browse your notes</Link> or <Link to="/">search them</Link>.
+        </p>
+      </section>
+    );
+  }
+  if (!loaded || loaded.note.path !== path) {
+    return (
+      <section className="page reader-page" aria-busy="true">
+        <p className="muted">Opening {path}…</p>
+      </section>
+    );
+  }
+  const { note, links } = loaded;
+  const context = {
+    path: note.path,
+    resolved: resolvedLinks(links.outgoing),
+    strictLineBreaks: status?.strictLineBreaks ?? false,
+  };
+  const vault = vaultName(status);
+  const titled = opensWithTitle(note.text, note.title);
+  return (
+    <div className="reader-layout">
+      <article className="page reader-page note" ref={article} aria-labelledby={titled ? undefined : "note-title"}>
+        <header className="note-header">
+          <Breadcrumbs path={note.path} />
+          {titled ? null : <h1 id="note-title">{note.title}</h1>}
+          <div className="note-meta">
+            <DateChip date={note.date} source={note.dateSource} shownIn={[note.path, note.title]} />
+            {note.tags.map((tag) => (
+              <Link key={tag} className="tag-link" to={tagUrl(tag)}>
+                #{tag}
+              </Link>
+            ))}
+          </div>
+          <div className="note-actions">
+            <Link className="button primary" to={chatUrl(undefined, note.path)}>
+              Ask about this note
+            </Link>
+            {vault ? (
+              <a className="button" href={obsidianUrl(vault, note.path)}>
+                Open in Obsidian
+              </a>
+            ) : null}
+          </div>
+          {cited ? (
+            <p className="muted small cited-note" role="status">
+              Showing lines {cited[0]}–{cited[1]}, highlighted. <Link to={{ search: "" }}>Clear</Link>
+            </p>
+          ) : null}
+        </header>
+        <Properties json={note.propertiesJson} />
+        <div className="md note-body">
+          <NoteMarkdown text={note.text} firstLine={note.startLine} cited={cited} context={context} />
+        </div>
+      </article>
+      <aside className="note-side" aria-label="Links and related notes">
+        <OutgoingLinks links={links.outgoing.filter((link) => !link.isEmbed || link.path)} />
+        <Backlinks links={links.backlinks} />
+        <RelatedNotes path={note.path} />
+      </aside>
+    </div>
+  );
 }
