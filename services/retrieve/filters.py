@@ -1,9 +1,10 @@
-"""Folder, tag and date filters (the design record's PARA scope, and time), validated once and applied inside SQL
-(the store's `Params.filters` writes the clause).
+"""Folder, tag, date and note filters (the design record's PARA scope, time, and "ask about this note"), validated
+once and applied inside SQL (the store's `Params.filters` writes the clause).
 
 A folder matches every note under it; a tag matches itself and its children (`project` matches `project/alpha`),
 case-insensitively, as Obsidian does. A date range matches a passage whose date (its note's, or its dated heading's:
-`secondbrain.ingest.note_dates`) meets it, and a note with such a passage.
+`secondbrain.ingest.note_dates`) meets it, and a note with such a passage. A notes filter matches the notes at those
+vault-relative paths exactly (as passages, search hits and GetNoteLinks name them): a note and the notes it links to.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from datetime import date, datetime
 from secondbrain.errors import InvalidInput
 
 MAX_FILTERS = 20
+# A note and the notes it links to ("ask about this note") are often more than 20; 200 paths of a few dozen characters
+# each stay far under a request's size limit.
+MAX_NOTE_FILTERS = 200
+MAX_NOTE_PATH_CHARS = 1_024
 _TAG = re.compile(r"^[\w/-]+$", re.UNICODE)
 
 
@@ -25,14 +30,22 @@ class Filters:
     tags: tuple[str, ...] = ()
     date_from: date | None = None
     date_to: date | None = None
+    notes: tuple[str, ...] = ()
 
     @classmethod
     def parse(
-        cls, folders: Sequence[str] = (), tags: Sequence[str] = (), date_from: str = "", date_to: str = ""
+        cls,
+        folders: Sequence[str] = (),
+        tags: Sequence[str] = (),
+        date_from: str = "",
+        date_to: str = "",
+        notes: Sequence[str] = (),
     ) -> Filters:
         """Validated filters; InvalidInput names the value that is wrong and how to write it."""
         if len(folders) > MAX_FILTERS or len(tags) > MAX_FILTERS:
             raise InvalidInput(f"at most {MAX_FILTERS} folders and {MAX_FILTERS} tags per request")
+        if len(notes) > MAX_NOTE_FILTERS:
+            raise InvalidInput(f"the notes filter names {len(notes)} notes; name at most {MAX_NOTE_FILTERS}")
         clean_folders = []
         for folder in folders:
             value = folder.strip().strip("/")
@@ -55,10 +68,29 @@ class Filters:
         first, last = _day("date_from", date_from), _day("date_to", date_to)
         if first and last and first > last:
             raise InvalidInput(f"date_from {first.isoformat()} is after date_to {last.isoformat()}; swap them")
-        return cls(tuple(dict.fromkeys(clean_folders)), tuple(dict.fromkeys(clean_tags)), first, last)
+        clean_notes = tuple(dict.fromkeys(_note_path(note) for note in notes))
+        return cls(tuple(dict.fromkeys(clean_folders)), tuple(dict.fromkeys(clean_tags)), first, last, clean_notes)
 
     def __bool__(self) -> bool:
-        return bool(self.folders or self.tags or self.date_from or self.date_to)
+        return bool(self.folders or self.tags or self.date_from or self.date_to or self.notes)
+
+
+def _note_path(path: str) -> str:
+    """A note filter's path as the index names notes (vault-relative, '/'-separated, no '..'); InvalidInput says how
+    to write one. Kept as given, spaces and all: it is compared with the index's paths exactly."""
+    value = path
+    parts = value.split("/")
+    if (
+        not value.strip()
+        or len(value) > MAX_NOTE_PATH_CHARS
+        or "\x00" in value
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        raise InvalidInput(
+            f"note filter {path[:80]!r} is not a note of the vault: write its vault-relative path as search results "
+            f"and passages name it, like 'Projects/Kitchen.md' (at most {MAX_NOTE_PATH_CHARS} characters, no '..')"
+        )
+    return value
 
 
 def _day(name: str, value: str) -> date | None:

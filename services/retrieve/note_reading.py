@@ -1,4 +1,5 @@
-"""Reading notes from the index (the GetNote, ListNotes and GetNoteLinks RPCs, and the note tools built on them):
+"""Reading notes from the index (the GetNote, ListNotes, GetNoteLinks and GetFacets RPCs, and the note tools and the
+reader built on them):
 the request checked, the store read, a note's lines numbered as passages number them (by the file's lines, front
 matter included) so a model can read on from a passage it was given.
 """
@@ -13,12 +14,15 @@ from secondbrain.errors import InvalidInput, NotFound
 from secondbrain.retrieve import store
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.store import StoredLink
+from secondbrain.retrieve.store.statement import deadline_after
 
 # One read returns at most this many lines; `end_line` says where it stopped, so the caller can read on.
 MAX_LINES_PER_READ = 2_000
 DEFAULT_LIST_LIMIT = 100
 MAX_LIST_LIMIT = 1_000
 MAX_PATH_CHARS = 1_024
+# Counting facets reads every note the filters let through once (tens of milliseconds for 10,000 notes).
+FACETS_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,10 @@ class NoteText:
     tags: list[str]
     aliases: list[str]
     lines_known: bool
+    # The front matter as a JSON object ("{}" for none), and the days the note is from and where that was read.
+    properties_json: str = "{}"
+    date: str = ""
+    date_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -106,6 +114,9 @@ async def read_note(pool: asyncpg.Pool, path: str, start_line: int = 0, end_line
         tags=note.tags,
         aliases=note.aliases,
         lines_known=note.body_start_line is not None,
+        properties_json=note.properties_json,
+        date=note.date,
+        date_source=note.date_source,
     )
 
 
@@ -115,6 +126,13 @@ async def list_notes(pool: asyncpg.Pool, filters: Filters, limit: int = 0, newes
     async with pool.acquire() as connection:
         notes, total = await store.list_notes(connection, filters, limit or DEFAULT_LIST_LIMIT, newest_first)
     return NoteList(notes, total)
+
+
+async def facets(pool: asyncpg.Pool, filters: Filters, timeout_seconds: float = FACETS_TIMEOUT_SECONDS) -> store.Facets:
+    """The folders, tags and days the notes `filters` lets through can be browsed by, with their counts."""
+    deadline = deadline_after(timeout_seconds)
+    async with pool.acquire(timeout=timeout_seconds) as connection:
+        return await store.facets(connection, filters, deadline)
 
 
 async def note_links(pool: asyncpg.Pool, path: str) -> NoteLinks:

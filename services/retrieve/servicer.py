@@ -43,7 +43,9 @@ SEARCH_MODES: dict[pb.SearchMode.ValueType, Mode] = {
 
 
 def filters_from(message: common.RetrievalFilters) -> Filters:
-    return Filters.parse(list(message.folders), list(message.tags), message.date_from, message.date_to)
+    return Filters.parse(
+        list(message.folders), list(message.tags), message.date_from, message.date_to, list(message.notes)
+    )
 
 
 def options_from(request: pb.RetrieveRequest, retriever: Retriever) -> RetrievalOptions:
@@ -87,6 +89,7 @@ def plan_message(plan: Plan) -> common.RetrievalPlan:
             tags=list(plan.filters.tags),
             date_from=plan.filters.date_from.isoformat() if plan.filters.date_from else "",
             date_to=plan.filters.date_to.isoformat() if plan.filters.date_to else "",
+            notes=list(plan.filters.notes),
         ),
         mode=MODE_VALUES[plan.mode],
         vector_arm_ran=plan.vector_arm_ran,
@@ -203,6 +206,9 @@ class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
             tags=note.tags,
             aliases=note.aliases,
             lines_known=note.lines_known,
+            properties_json=note.properties_json,
+            date=note.date,
+            date_source=note.date_source,
         )
 
     async def ListNotes(self, request: pb.ListNotesRequest, context: grpc.aio.ServicerContext) -> pb.ListNotesResponse:
@@ -235,6 +241,16 @@ class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
             path=links.path,
             outgoing=[_link_message(link) for link in links.outgoing],
             backlinks=[_link_message(link) for link in links.backlinks],
+        )
+
+    async def GetFacets(self, request: pb.GetFacetsRequest, context: grpc.aio.ServicerContext) -> pb.GetFacetsResponse:
+        found = await note_reading.facets(self.retriever.db.pool, filters_from(request.filters))
+        return pb.GetFacetsResponse(
+            folders=[pb.FacetCount(value=value, count=count) for value, count in found.folders],
+            tags=[pb.FacetCount(value=value, count=count) for value, count in found.tags],
+            days=[pb.FacetCount(value=value, count=count) for value, count in found.days],
+            notes=found.notes,
+            undated_notes=found.undated_notes,
         )
 
 

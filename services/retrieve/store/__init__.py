@@ -4,7 +4,8 @@
 - `hybrid`: the chunk-level hybrid statement a chat turn's retrieval runs per query (BM25 and vector arms, fused).
 - `chunks`: the ranked chunks read back, with their neighbours, and the best chunks of linked notes.
 - `notes`: the note-level search box's statements (lexical, vector, hybrid).
-- `note_reads`: what the index holds of notes, read for the note tools: a note's body, a list, its links both ways.
+- `note_reads`: what the index holds of notes, read for the note tools and the reader: a note's body, a list, its
+  links both ways, the facets to browse by.
 - `statement`: what they all share: the one parameter builder (no statement numbers its `$n` by hand), the filter
   clause, LIKE escaping, and running a statement within a deadline, the vector arm's HNSW settings scoped to it.
 """
@@ -12,9 +13,11 @@
 from secondbrain.retrieve.store.chunks import ChunkRow, chunk_contents, chunk_dates, chunks_around, linked_candidates
 from secondbrain.retrieve.store.hybrid import LexicalQuery, candidates_statement, hybrid_candidates
 from secondbrain.retrieve.store.note_reads import (
+    Facets,
     ListedNote,
     StoredLink,
     StoredNote,
+    facets,
     get_note,
     list_notes,
     note_links,
@@ -35,6 +38,7 @@ __all__ = [
     "MATCH_START",
     "MATCH_STOP",
     "ChunkRow",
+    "Facets",
     "LexicalQuery",
     "ListedNote",
     "Params",
@@ -45,6 +49,7 @@ __all__ = [
     "chunk_contents",
     "chunk_dates",
     "chunks_around",
+    "facets",
     "fetch",
     "fetch_notes",
     "get_note",

@@ -22,7 +22,7 @@ import numpy as np
 
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.fusion import DEFAULT_FUSION, Candidate, Fusion
-from secondbrain.retrieve.store.statement import Params, Statement, deadline_after, fetch
+from secondbrain.retrieve.store.statement import Params, Statement, deadline_after, exact_order, fetch
 from secondbrain.retrieve.verbatim import code_tokens, pattern
 
 BM25_K1 = 1.2
@@ -225,14 +225,14 @@ _ALLOWED = """allowed AS MATERIALIZED (
     ),"""
 
 # The ORDER BY repeats the partial index's expression and the WHERE its predicate, so the planner can use
-# `vault_chunks_embedding_<dim>_idx`.
+# `vault_chunks_embedding_<dim>_idx` ({order} is that expression, or one no index provides: see `exact_order`).
 _VECTOR_TOP = """vector_top AS (
         SELECT id AS chunk_id, 1 - distance AS similarity, row_number() OVER (ORDER BY distance, id) AS rank
         FROM (
             SELECT c.id, {embedding} <=> {query_vector} AS distance
             FROM vault_chunks c
             WHERE vector_dims(c.embedding) = {dimension} {vectors_allowed}
-            ORDER BY {embedding} <=> {query_vector}
+            ORDER BY {order}
             LIMIT {k}
         ) nearest
     )"""
@@ -300,6 +300,7 @@ def candidates_statement(
         vector_top = _VECTOR_TOP.format(
             embedding=embedding,
             query_vector=query_vector,
+            order=exact_order(f"{embedding} <=> {query_vector}", filters),
             dimension=dimension,
             vectors_allowed=allowed("c.id"),
             k=k_param,

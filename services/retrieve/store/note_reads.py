@@ -28,6 +28,12 @@ class StoredNote:
     body_start_line: int | None
     tags: list[str]
     aliases: list[str]
+    # Its front matter as a JSON object ("{}" for none): jsonb's text, so its keys are in jsonb's order (shorter keys
+    # first), not the file's: the index keeps no other copy of the front matter.
+    properties_json: str = "{}"
+    # The days it is from ("2026-01-20", "2026-01-19..2026-01-25") and where that was read; "" not dated yet.
+    date: str = ""
+    date_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -60,14 +66,19 @@ class StoredLink:
 
 async def get_note(connection: asyncpg.Connection, path: str) -> StoredNote | None:
     row = await connection.fetchrow(
-        f"SELECT path, title, body, body_start_line, tags, aliases FROM vault_files f WHERE path = $1 AND {_READABLE}",
+        f"""
+        SELECT path, title, body, body_start_line, tags, aliases, frontmatter::text AS properties,
+               date_start, date_end, date_source
+        FROM vault_files f WHERE path = $1 AND {_READABLE}
+        """,
         path,
     )
     if row is None:
         return None
     return StoredNote(
-        row["path"], row["title"], row["body"], row["body_start_line"], list(row["tags"]), list(row["aliases"])
-    )
+        row["path"], row["title"], row["body"], row["body_start_line"], list(row["tags"]), list(row["aliases"]),
+        row["properties"], span_text(row["date_start"], row["date_end"]), row["date_source"],
+    )  # fmt: skip
 
 
 async def notes_named(connection: asyncpg.Connection, name: str, limit: int = 5) -> list[str]:
@@ -121,6 +132,78 @@ async def list_notes(
         f"SELECT count(*) FROM vault_files f WHERE {_READABLE} AND {count.filters(filters, 'f')}", *count.values
     )
     return notes, int(total)
+
+
+@dataclass(frozen=True)
+class Facets:
+    """What the readable notes the filters let through can be browsed by: (value, notes) pairs."""
+
+    folders: list[tuple[str, int]]
+    tags: list[tuple[str, int]]
+    days: list[tuple[str, int]]
+    notes: int
+    undated_notes: int
+
+
+# One statement reads the notes once (`counted`, materialized: the filters' EXISTS over chunks runs once per note) and
+# counts each facet from it; each row is (facet, value, count). A folder counts every note under it, subfolders
+# included: a note counts once in each of its ancestor folders. A tag counts the notes carrying it or a child of it,
+# once per note however many of its children the note has, so every ancestor of a nested tag is listed ('project'
+# for 'project/kitchen' alone); tags differing only in case are one tag (as filters and Obsidian match them), shown
+# in their most common spelling. A note spanning days counts on its last. Reading `body` would detoast whole notes:
+# only the columns counted are read, and `body` only for a failed note (`_READABLE`).
+_FACETS = """
+    WITH counted AS MATERIALIZED (
+        SELECT f.path, f.tags, f.date_end FROM vault_files f WHERE {readable} AND {where}
+    ),
+    folders AS (
+        SELECT array_to_string(parts[1:depth], '/') AS value, count(*) AS notes
+        FROM (SELECT string_to_array(path, '/') AS parts FROM counted) n
+        CROSS JOIN LATERAL generate_series(1, cardinality(parts) - 1) AS depth
+        GROUP BY 1
+    ),
+    tag_prefixes AS (
+        SELECT DISTINCT ON (n.path, lower(prefix.value)) n.path, prefix.value
+        FROM counted n
+        CROSS JOIN LATERAL unnest(n.tags) AS tag
+        CROSS JOIN LATERAL (SELECT string_to_array(trim(BOTH '/' FROM tag), '/') AS parts) split
+        CROSS JOIN LATERAL (
+            SELECT array_to_string(split.parts[1:depth], '/') AS value
+            FROM generate_series(1, cardinality(split.parts)) AS depth
+        ) prefix
+        WHERE prefix.value <> ''
+        ORDER BY n.path, lower(prefix.value), prefix.value
+    ),
+    tags AS (
+        -- On a tie, the spelling last in byte order: lower case ('budget' before 'Budget').
+        SELECT mode() WITHIN GROUP (ORDER BY value COLLATE "C" DESC) AS value, count(*) AS notes
+        FROM tag_prefixes GROUP BY lower(value)
+    )
+    SELECT 'folder' AS facet, value, notes FROM folders
+    UNION ALL SELECT 'tag', value, notes FROM tags
+    UNION ALL SELECT 'day', date_end::text, count(*) FROM counted WHERE date_end IS NOT NULL GROUP BY date_end
+    UNION ALL SELECT 'notes', '', count(*) FROM counted
+    UNION ALL SELECT 'undated', '', count(*) FROM counted WHERE date_end IS NULL
+"""
+
+
+async def facets(connection: asyncpg.Connection, filters: Filters, deadline: float | None = None) -> Facets:
+    """The folders, tags and days of the readable notes `filters` lets through, each with its notes, and how many
+    notes were counted and how many have no date yet. Folders and tags by value, days oldest first."""
+    p = Params()
+    statement = p.statement(_FACETS.format(readable=_READABLE, where=p.filters(filters, "f")))
+    rows = await fetch(connection, statement, vector_scan=False, deadline=deadline)
+    by_facet: dict[str, list[tuple[str, int]]] = {"folder": [], "tag": [], "day": [], "notes": [], "undated": []}
+    for row in rows:
+        by_facet[row["facet"]].append((row["value"], int(row["notes"])))
+    # Sorted here rather than by a collation: Python's code-point order is the same on every database.
+    return Facets(
+        folders=sorted(by_facet["folder"]),
+        tags=sorted(by_facet["tag"], key=lambda tag: (tag[0].lower(), tag[0])),
+        days=sorted(by_facet["day"]),
+        notes=by_facet["notes"][0][1],
+        undated_notes=by_facet["undated"][0][1],
+    )
 
 
 async def note_links(connection: asyncpg.Connection, path: str) -> tuple[list[StoredLink], list[StoredLink]] | None:

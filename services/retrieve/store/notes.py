@@ -35,6 +35,7 @@ from secondbrain.retrieve.store.statement import (
     HNSW_EF_SEARCH,
     Params,
     Statement,
+    exact_order,
     fetch,
     like_escape,
     seconds_left,
@@ -137,7 +138,7 @@ def _vector_ctes(p: Params, vector: np.ndarray, filters: Filters, depth: int) ->
         FROM vault_chunks c JOIN vault_files f ON f.id = c.file_id
         WHERE vector_dims(c.embedding) = {dim}
           AND {where}
-        ORDER BY c.embedding::vector({dim}) <=> {vector_p}
+        ORDER BY {exact_order(f"c.embedding::vector({dim}) <=> {vector_p}", filters)}
         LIMIT {candidates}
     ),
     best_chunk AS (

@@ -36,10 +36,14 @@ class Params:
         return f"${len(self.values)}"
 
     def filters(self, filters: Filters, file_alias: str, chunk_alias: str | None = None) -> str:
-        """A boolean SQL expression over the `vault_files` row `file_alias`: the note is under one of the folders
-        and carries one of the tags or a child of it (case-insensitively), and has a passage dated within the range
-        (the `vault_chunks` row `chunk_alias` itself is, when given); "true" without filters."""
+        """A boolean SQL expression over the `vault_files` row `file_alias`: the note is one of the notes named, is
+        under one of the folders and carries one of the tags or a child of it (case-insensitively), and has a
+        passage dated within the range (the `vault_chunks` row `chunk_alias` itself is, when given); "true" without
+        filters."""
         clauses: list[str] = []
+        if filters.notes:
+            # First: `path` is unique, so the planner can start from the named notes' rows.
+            clauses.append(f"{file_alias}.path = ANY({self.add(list(filters.notes))}::text[])")
         if filters.date_from or filters.date_to:
             meets: list[str] = []
             if filters.date_from:
@@ -67,6 +71,15 @@ class Params:
 
     def statement(self, sql: str) -> Statement:
         return Statement(sql, self.values)
+
+
+def exact_order(distance: str, filters: Filters) -> str:
+    """The ORDER BY of a vector arm's `distance` expression (`embedding::vector(d) <=> $n`): as it is, so the HNSW
+    index serves it, unless `filters` names notes. A few notes' chunks are then compared exactly, which takes
+    milliseconds; through the graph, the scan would walk past nearly every other chunk to reach theirs, and the
+    iterative scan gives up after `hnsw.max_scan_tuples`, finding fewer than asked or none. `+ 0` makes it an
+    ordering no index provides."""
+    return f"({distance}) + 0" if filters.notes else distance
 
 
 def link_resolves(file_alias: str, link_alias: str) -> str:
