@@ -10,8 +10,9 @@ import grpc
 
 from secondbrain.config import Config
 from secondbrain.db.embedding_model import ModelRecord
-from secondbrain.errors import InvalidInput
+from secondbrain.errors import FailedPrecondition, InvalidInput
 from secondbrain.ingest import store
+from secondbrain.ingest.attachments import AttachmentReader
 from secondbrain.ingest.events import FileDone, Outcome, SyncFinished, SyncStarted, Totals
 from secondbrain.ingest.pipeline import Ingestor
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
@@ -103,6 +104,7 @@ class IngestServicer(pb_grpc.IngestServiceServicer):
     def __init__(self, config: Config, ingestor: Ingestor) -> None:
         self.config = config
         self.ingestor = ingestor
+        self.attachments = AttachmentReader(ingestor.db)
 
     async def SyncVault(
         self, request: pb.SyncVaultRequest, context: grpc.aio.ServicerContext
@@ -151,3 +153,20 @@ class IngestServicer(pb_grpc.IngestServiceServicer):
         if vault is not None:
             response.strict_line_breaks = await asyncio.to_thread(strict_line_breaks, vault)
         return response
+
+    async def GetAttachment(
+        self, request: pb.GetAttachmentRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetAttachmentResponse:
+        vault = await self._indexed_vault()
+        found = await self.attachments.read(vault, request.target, request.from_path)
+        return pb.GetAttachmentResponse(path=found.path, media_type=found.media_type, content=found.content)
+
+    async def _indexed_vault(self) -> Path:
+        """The vault the index is of: the service's own, else the folder last synced into it."""
+        if self.config.settings.vault is not None:
+            return self.config.settings.vault
+        async with self.ingestor.db.pool.acquire() as connection:
+            synced = await store.last_synced_vault(connection)
+        if synced is None:
+            raise FailedPrecondition("the index holds no vault yet: sync one first (secondbrain ingest VAULT)")
+        return Path(synced)

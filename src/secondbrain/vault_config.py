@@ -44,6 +44,13 @@ class IngestSection(_Section):
         "stored, and a note of thousands of one-line sections makes one a line. The default is what 10 MB of prose "
         "makes.",
     )
+    max_attachment_bytes: int = Field(
+        default=10 * 1024 * 1024,
+        ge=1,
+        le=15 * 1024 * 1024,
+        description="The largest file (an image, a PDF) the reader is sent from the vault; larger ones are refused. At "
+        "most 15 MiB: the file travels in one gRPC message, and a response is at most 16 MiB.",
+    )
 
 
 # How the bundled local model runs (`embedding.runtime`): read by the embedder, offered by `secondbrain prepare-model`.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from secondbrain.errors import FailedPrecondition, NotFound
@@ -28,13 +29,39 @@ class OutsideVault(FailedPrecondition):
     """The path is (now) a link out of the vault, or into a hidden folder of it: not read, and not a note."""
 
 
-def read_inside(vault: Path, relative: str, max_bytes: int | None = None) -> bytes:
+class TooLarge(FailedPrecondition):
+    """The file is larger than the reader allows (`size` bytes, or more, over `limit`)."""
+
+    def __init__(self, message: str, size: int, limit: int) -> None:
+        super().__init__(message)
+        self.size = size
+        self.limit = limit
+
+
+class HardLinked(FailedPrecondition):
+    """The file has more than one name (a hard link), and the reader asked for files with one only."""
+
+
+def read_inside(
+    vault: Path,
+    relative: str,
+    max_bytes: int | None = None,
+    *,
+    judge: Callable[[str], str] | None = None,
+    one_name: bool = False,
+) -> bytes:
     """The bytes of `vault/relative`, read without leaving `vault`.
 
     Links are followed only to somewhere inside the vault and outside its hidden folders (a path that is itself in
-    a hidden folder, such as .claude/agents, may stay in that one). Raises OutsideVault when the path leads out;
-    NotFound when nothing is there; FailedPrecondition when it is not a regular file, is larger than `max_bytes`, or
-    changed into a link while being opened; OSError for anything else the system refuses.
+    a hidden folder, such as .claude/agents, may stay in that one). `judge`, when given, is asked about the
+    vault-relative path the link leads to (the file that is then opened, with no link followed): a reason it
+    returns refuses it as OutsideVault, so a caller can keep out what its walk leaves out (ignore patterns).
+    `one_name` refuses a file with more than one hard link (HardLinked): a hard link is the file itself, not a
+    link that can be seen to lead out, so it may be a file from outside the vault given a name inside it.
+
+    Raises OutsideVault when the path leads out; NotFound when nothing is there; FailedPrecondition when it is not a
+    regular file, is larger than `max_bytes` (TooLarge), or changed into a link while being opened; OSError for
+    anything else the system refuses.
     """
     root = Path(os.path.realpath(vault))
     real = Path(os.path.realpath(root / relative))
@@ -45,17 +72,24 @@ def read_inside(vault: Path, relative: str, max_bytes: int | None = None) -> byt
         raise OutsideVault(f"{relative} is a symlink into the hidden folder {inside.parent}; not followed")
     if not inside.parts:
         raise FailedPrecondition(f"{relative} is the vault folder itself, not a file")
+    if judge is not None and (reason := judge(inside.as_posix())):
+        raise OutsideVault(reason)
     descriptor = _open_without_links(root, inside.parts, relative)
     with os.fdopen(descriptor, "rb") as file:
         info = os.fstat(file.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise FailedPrecondition(f"{relative} is not a regular file (a folder, device, socket or pipe)")
+        if one_name and info.st_nlink > 1:
+            raise HardLinked(
+                f"{relative} is a hard link (the file has {info.st_nlink} names), which may name a file from outside "
+                "the vault; not read"
+            )
         if max_bytes is not None and info.st_size > max_bytes:
-            raise FailedPrecondition(f"{relative} is larger than {max_bytes} bytes ({info.st_size})")
+            raise TooLarge(f"{relative} is larger than {max_bytes} bytes ({info.st_size})", info.st_size, max_bytes)
         # Bounded even when the file grows while it is read.
         data = file.read() if max_bytes is None else file.read(max_bytes + 1)
     if max_bytes is not None and len(data) > max_bytes:
-        raise FailedPrecondition(f"{relative} grew past {max_bytes} bytes while it was read")
+        raise TooLarge(f"{relative} grew past {max_bytes} bytes while it was read", len(data), max_bytes)
     return data
 
 
