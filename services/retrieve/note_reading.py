@@ -55,7 +55,7 @@ class NoteLinks:
     backlinks: list[StoredLink]
 
 
-def _checked_path(path: str) -> str:
+def checked_path(path: str) -> str:
     if not path.strip():
         raise InvalidInput("the note path is empty: give a vault-relative path such as 'Projects/Kitchen.md'")
     if len(path) > MAX_PATH_CHARS:
@@ -63,7 +63,7 @@ def _checked_path(path: str) -> str:
     return path
 
 
-def _not_found(path: str, named: list[str] | None = None) -> NotFound:
+def not_found(path: str, named: list[str] | None = None) -> NotFound:
     if named:
         return NotFound(f"the index holds no note at {path!r}; did you mean {' or '.join(map(repr, named))}?")
     return NotFound(
@@ -72,27 +72,27 @@ def _not_found(path: str, named: list[str] | None = None) -> NotFound:
     )
 
 
-async def _named(connection: asyncpg.Connection, path: str) -> str:
+async def named_note(connection: asyncpg.Connection, path: str) -> str:
     """For a `path` no note is at: the one note it names as a wikilink would (`Projects/Kitchen Renovation`, a file
     name, a title, another case); NotFound naming the candidates otherwise."""
     named = await store.notes_named(connection, path)
     if len(named) == 1:
         return named[0]
-    raise _not_found(path, named)
+    raise not_found(path, named)
 
 
 async def read_note(pool: asyncpg.Pool, path: str, start_line: int = 0, end_line: int = 0) -> NoteText:
     """The note's lines `start_line`..`end_line` (file lines, inclusive; 0 for the body's first or the last line),
     at most MAX_LINES_PER_READ of them."""
-    path = _checked_path(path)
+    path = checked_path(path)
     if start_line < 0 or end_line < 0:
         raise InvalidInput("line numbers start at 1 (or 0 for the start or end of the note)")
     async with pool.acquire() as connection:
         note = await store.get_note(connection, path)
         if note is None:
-            note = await store.get_note(connection, await _named(connection, path))
+            note = await store.get_note(connection, await named_note(connection, path))
     if note is None:  # deleted between the two reads
-        raise _not_found(path)
+        raise not_found(path)
     lines = note.body.split("\n")
     if len(lines) > 1 and lines[-1] == "":
         lines.pop()  # the file's final newline ends its last line; it does not start another
@@ -136,12 +136,12 @@ async def facets(pool: asyncpg.Pool, filters: Filters, timeout_seconds: float = 
 
 
 async def note_links(pool: asyncpg.Pool, path: str) -> NoteLinks:
-    path = _checked_path(path)
+    path = checked_path(path)
     async with pool.acquire() as connection:
         links = await store.note_links(connection, path)
         if links is None:
-            path = await _named(connection, path)
+            path = await named_note(connection, path)
             links = await store.note_links(connection, path)
     if links is None:
-        raise _not_found(path)
+        raise not_found(path)
     return NoteLinks(path, *links)

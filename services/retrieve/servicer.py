@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from secondbrain.errors import InvalidInput
-from secondbrain.retrieve import note_reading
+from secondbrain.retrieve import note_reading, related
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.modes import Mode
 from secondbrain.retrieve.note_search import search_notes, validate
@@ -251,6 +251,32 @@ class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
             days=[pb.FacetCount(value=value, count=count) for value, count in found.days],
             notes=found.notes,
             undated_notes=found.undated_notes,
+        )
+
+    async def GetRelatedNotes(
+        self, request: pb.GetRelatedNotesRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetRelatedNotesResponse:
+        found = await related.related_notes(self.retriever.db.pool, request.path, request.limit)
+        return pb.GetRelatedNotesResponse(
+            path=found.path,
+            notes=[
+                pb.RelatedNote(
+                    path=note.path,
+                    title=note.title,
+                    score=note.score,
+                    similarity=note.similarity,
+                    heading_path=note.heading_path,
+                    start_line=note.start_line,
+                    end_line=note.end_line,
+                    shared_tags=note.shared_tags,
+                    shared_links=note.shared_links,
+                    linked_from_note=note.linked_from_note,
+                    links_to_note=note.links_to_note,
+                    reason=note.reason,
+                )
+                for note in found.notes
+            ],
+            meaning_skipped_reason=found.meaning_skipped_reason,
         )
 
 

@@ -6,6 +6,7 @@
 - `notes`: the note-level search box's statements (lexical, vector, hybrid).
 - `note_reads`: what the index holds of notes, read for the note tools and the reader: a note's body, a list, its
   links both ways, the facets to browse by.
+- `related`: related notes: the notes nearest a note's passages by meaning (HNSW), and its links and shared tags.
 - `statement`: what they all share: the one parameter builder (no statement numbers its `$n` by hand), the filter
   clause, LIKE escaping, and running a statement within a deadline, the vector arm's HNSW settings scoped to it.
 """
@@ -31,6 +32,16 @@ from secondbrain.retrieve.store.notes import (
     lexical_notes_statement,
     vector_notes_statement,
 )
+from secondbrain.retrieve.store.related import (
+    LinkedNote,
+    NearNote,
+    NoteIdentity,
+    Vectors,
+    linked_notes,
+    nearest_notes,
+    note_identity,
+    vectors,
+)
 from secondbrain.retrieve.store.statement import HNSW_EF_SEARCH, Params, Statement, fetch
 
 __all__ = [
@@ -40,11 +51,15 @@ __all__ = [
     "ChunkRow",
     "Facets",
     "LexicalQuery",
+    "LinkedNote",
     "ListedNote",
+    "NearNote",
+    "NoteIdentity",
     "Params",
     "Statement",
     "StoredLink",
     "StoredNote",
+    "Vectors",
     "candidates_statement",
     "chunk_contents",
     "chunk_dates",
@@ -57,8 +72,12 @@ __all__ = [
     "hybrid_notes_statement",
     "lexical_notes_statement",
     "linked_candidates",
+    "linked_notes",
     "list_notes",
+    "nearest_notes",
+    "note_identity",
     "note_links",
     "notes_named",
     "vector_notes_statement",
+    "vectors",
 ]

@@ -16,7 +16,8 @@ from secondbrain.date_sources import span_text
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.store.statement import Params, fetch, link_resolves
 
-_READABLE = "(f.status <> 'failed' OR f.body <> '')"
+# A `vault_files` row `f` with content to read (the module's docstring says which).
+READABLE = "(f.status <> 'failed' OR f.body <> '')"
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ async def get_note(connection: asyncpg.Connection, path: str) -> StoredNote | No
         f"""
         SELECT path, title, body, body_start_line, tags, aliases, frontmatter::text AS properties,
                date_start, date_end, date_source
-        FROM vault_files f WHERE path = $1 AND {_READABLE}
+        FROM vault_files f WHERE path = $1 AND {READABLE}
         """,
         path,
     )
@@ -88,7 +89,7 @@ async def notes_named(connection: asyncpg.Connection, name: str, limit: int = 5)
     rows = await connection.fetch(
         f"""
         SELECT f.path FROM vault_files f, (SELECT $1::text AS target) l
-        WHERE {link_resolves("f", "l")} AND {_READABLE}
+        WHERE {link_resolves("f", "l")} AND {READABLE}
         ORDER BY f.path LIMIT $2
         """,
         target,
@@ -103,7 +104,7 @@ async def list_notes(
     """Up to `limit` notes the filters let through, by path (or newest first, by date), and how many there are in
     all."""
     p = Params()
-    where = f"{_READABLE} AND {p.filters(filters, 'f')}"
+    where = f"{READABLE} AND {p.filters(filters, 'f')}"
     limit_p = p.add(limit)
     statement = p.statement(f"""
         SELECT path, title, tags,
@@ -129,7 +130,7 @@ async def list_notes(
     # Past the end of a short list (limit 0 is not asked for): count alone.
     count = Params()
     total = await connection.fetchval(
-        f"SELECT count(*) FROM vault_files f WHERE {_READABLE} AND {count.filters(filters, 'f')}", *count.values
+        f"SELECT count(*) FROM vault_files f WHERE {READABLE} AND {count.filters(filters, 'f')}", *count.values
     )
     return notes, int(total)
 
@@ -151,7 +152,7 @@ class Facets:
 # once per note however many of its children the note has, so every ancestor of a nested tag is listed ('project'
 # for 'project/kitchen' alone); tags differing only in case are one tag (as filters and Obsidian match them), shown
 # in their most common spelling. A note spanning days counts on its last. Reading `body` would detoast whole notes:
-# only the columns counted are read, and `body` only for a failed note (`_READABLE`).
+# only the columns counted are read, and `body` only for a failed note (`READABLE`).
 _FACETS = """
     WITH counted AS MATERIALIZED (
         SELECT f.path, f.tags, f.date_end FROM vault_files f WHERE {readable} AND {where}
@@ -191,7 +192,7 @@ async def facets(connection: asyncpg.Connection, filters: Filters, deadline: flo
     """The folders, tags and days of the readable notes `filters` lets through, each with its notes, and how many
     notes were counted and how many have no date yet. Folders and tags by value, days oldest first."""
     p = Params()
-    statement = p.statement(_FACETS.format(readable=_READABLE, where=p.filters(filters, "f")))
+    statement = p.statement(_FACETS.format(readable=READABLE, where=p.filters(filters, "f")))
     rows = await fetch(connection, statement, vector_scan=False, deadline=deadline)
     by_facet: dict[str, list[tuple[str, int]]] = {"folder": [], "tag": [], "day": [], "notes": [], "undated": []}
     for row in rows:
@@ -209,7 +210,7 @@ async def facets(connection: asyncpg.Connection, filters: Filters, deadline: flo
 async def note_links(connection: asyncpg.Connection, path: str) -> tuple[list[StoredLink], list[StoredLink]] | None:
     """A readable note's wikilinks in order (each with the note it names, if indexed) and the links to it from other
     notes (by linking note, then line); None when the index holds no such note."""
-    file_id = await connection.fetchval(f"SELECT id FROM vault_files f WHERE path = $1 AND {_READABLE}", path)
+    file_id = await connection.fetchval(f"SELECT id FROM vault_files f WHERE path = $1 AND {READABLE}", path)
     if file_id is None:
         return None
     outgoing = await connection.fetch(
@@ -217,7 +218,7 @@ async def note_links(connection: asyncpg.Connection, path: str) -> tuple[list[St
         SELECT l.target, l.heading, l.line, l.is_embed, named.path
         FROM vault_links l
         LEFT JOIN LATERAL (
-            SELECT f.path FROM vault_files f WHERE {link_resolves("f", "l")} AND {_READABLE} ORDER BY f.path LIMIT 1
+            SELECT f.path FROM vault_files f WHERE {link_resolves("f", "l")} AND {READABLE} ORDER BY f.path LIMIT 1
         ) named ON true
         WHERE l.file_id = $1
         ORDER BY l.ordinal

@@ -94,6 +94,19 @@ def link_resolves(file_alias: str, link_alias: str) -> str:
     )
 
 
+def link_names(file_alias: str) -> str:
+    """An SQL text[] of every name a wikilink may call the `vault_files` row `file_alias` by, lower-cased: the names
+    `link_resolves` matches (its path, the path without `.md`, its file name without `.md`, its title, its aliases),
+    so a statement can join links to notes by equality (a hash join) instead of testing every pair."""
+    f = file_alias
+    return (
+        f"(ARRAY[lower({f}.path),"
+        f" CASE WHEN lower({f}.path) LIKE '%.md' THEN left(lower({f}.path), -3) END,"
+        f" CASE WHEN lower({f}.path) LIKE '%.md' THEN left(lower(regexp_replace({f}.path, '^.*/', '')), -3) END,"
+        f" lower({f}.title)] || ARRAY(SELECT lower(a) FROM unnest({f}.aliases) a))"
+    )
+
+
 def deadline_after(seconds: float | None) -> float | None:
     """The `time.monotonic()` instant `seconds` from now; None (no limit) for None."""
     return None if seconds is None else time.monotonic() + seconds
