@@ -6,7 +6,6 @@ import { useEffect, useState } from "react";
 import ReactMarkdown, { type Components } from "react-markdown";
 import { Link } from "react-router";
 import rehypeHighlight from "rehype-highlight";
-import remarkBreaks from "remark-breaks";
 import remarkGfm from "remark-gfm";
 import { describeError, retrieve } from "../api";
 import { CodeBlock } from "../Markdown";
@@ -22,7 +21,8 @@ export interface NoteContext {
   path: string;
   // The note's outgoing links resolved by the index: link target (lower case) -> note path.
   resolved: ReadonlyMap<string, string>;
-  // The vault's "Strict line breaks": single line breaks inside a paragraph are joined.
+  // The vault's "Strict line breaks": single line breaks inside a paragraph are joined (the `joined-lines` class
+  // of the text's container; otherwise each shows as a break, as in Obsidian by default).
   strictLineBreaks: boolean;
 }
 
@@ -88,7 +88,11 @@ function NoteEmbed({ path, heading, depth }: { path: string; heading: string; de
         <Link to={noteUrl(path, { heading: heading || undefined })}>{title}</Link>
       </div>
       {error ? <p className="attachment-error">{error}</p> : null}
-      {text !== undefined && context ? <NoteMarkdown text={text} firstLine={1} context={context} depth={depth} /> : null}
+      {text !== undefined && context ? (
+        <div className="md">
+          <NoteMarkdown text={text} firstLine={1} context={context} depth={depth} />
+        </div>
+      ) : null}
     </div>
   );
 }
@@ -158,8 +162,21 @@ function joinFrom(notePath: string, relative: string): string {
   return folder.join("/");
 }
 
+// A paragraph that is only an embed of a note (![[Note]] on its own line) is the embedded note, not a paragraph
+// holding it: a note's blocks cannot sit inside a <p>.
+function embedsOnly(node: Element | undefined): boolean {
+  const children = (node?.children ?? []).filter((child) => !(child.type === "text" && !child.value.trim()));
+  return (
+    children.length > 0 &&
+    children.every(
+      (child) => child.type === "element" && child.tagName === "wikilink" && child.properties?.dataEmbed === "1",
+    )
+  );
+}
+
 function components(context: NoteContext, depth: number): Components {
   return {
+    p: ({ node, children }) => (embedsOnly(node) ? <div className="embeds">{children}</div> : <p>{children}</p>),
     pre: ({ children }) => <CodeBlock>{children}</CodeBlock>,
     a: ({ href, children, title }) => {
       if (href && isVaultUrl(href) && /\.md(#|$)/i.test(decodeURI(href))) {
@@ -227,13 +244,7 @@ export function NoteMarkdown({
 }) {
   return (
     <ReactMarkdown
-      remarkPlugins={[
-        remarkGfm,
-        ...(context.strictLineBreaks ? [] : [remarkBreaks]),
-        remarkCallouts,
-        remarkWikilinks,
-        remarkTags,
-      ]}
+      remarkPlugins={[remarkGfm, remarkCallouts, remarkWikilinks, remarkTags]}
       rehypePlugins={[[rehypeHighlight, { detect: false }], [rehypeNoteLines, { firstLine, cited }]]}
       components={components(context, depth)}
     >

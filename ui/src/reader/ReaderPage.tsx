@@ -39,10 +39,17 @@ function obsidianUrl(vault: string, notePath: string): string {
   return `obsidian://open?vault=${encodeURIComponent(vault)}&file=${encodeURIComponent(notePath.replace(/\.md$/i, ""))}`;
 }
 
-// The body's first line is its own title (# Title): the reader shows that heading rather than the title twice.
-function opensWithTitle(text: string, title: string): boolean {
-  const first = /^\s*#\s+(.+?)\s*#*\s*$/m.exec(text.split("\n").find((line) => line.trim()) ?? "");
-  return first !== null && first[1].trim() === title.trim();
+// The body without its own title (# Title as its first line, which the reader shows above the properties, as
+// Obsidian shows a note's name), and the file line it then starts on.
+function withoutTitle(text: string, title: string, firstLine: number): [string, number] {
+  const lines = text.split("\n");
+  let at = 0;
+  while (at < lines.length && !lines[at].trim()) at += 1;
+  const heading = /^#\s+(.+?)\s*#*\s*$/.exec(lines[at] ?? "");
+  if (!heading || heading[1].trim() !== title.trim()) return [text, firstLine];
+  at += 1;
+  while (at < lines.length && !lines[at].trim()) at += 1;
+  return [lines.slice(at).join("\n"), firstLine + at];
 }
 
 function Breadcrumbs({ path }: { path: string }) {
@@ -132,13 +139,13 @@ export function ReaderPage({ onUnauthenticated }: { onUnauthenticated: () => voi
     strictLineBreaks: status?.strictLineBreaks ?? false,
   };
   const vault = vaultName(status);
-  const titled = opensWithTitle(note.text, note.title);
+  const [body, bodyLine] = withoutTitle(note.text, note.title, note.startLine);
   return (
     <div className="reader-layout">
-      <article className="page reader-page note" ref={article} aria-labelledby={titled ? undefined : "note-title"}>
+      <article className="page reader-page note" ref={article} aria-labelledby="note-title">
         <header className="note-header">
           <Breadcrumbs path={note.path} />
-          {titled ? null : <h1 id="note-title">{note.title}</h1>}
+          <h1 id="note-title">{note.title}</h1>
           <div className="note-meta">
             <DateChip date={note.date} source={note.dateSource} shownIn={[note.path, note.title]} />
             {note.tags.map((tag) => (
@@ -164,12 +171,12 @@ export function ReaderPage({ onUnauthenticated }: { onUnauthenticated: () => voi
           ) : null}
         </header>
         <Properties json={note.propertiesJson} />
-        <div className="md note-body">
-          <NoteMarkdown text={note.text} firstLine={note.startLine} cited={cited} context={context} />
+        <div className={`md note-body${context.strictLineBreaks ? " joined-lines" : ""}`}>
+          <NoteMarkdown text={body} firstLine={bodyLine} cited={cited} context={context} />
         </div>
       </article>
       <aside className="note-side" aria-label="Links and related notes">
-        <OutgoingLinks links={links.outgoing.filter((link) => !link.isEmbed || link.path)} />
+        <OutgoingLinks links={links.outgoing.filter((link) => link.target && (!link.isEmbed || link.path))} />
         <Backlinks links={links.backlinks} />
         <RelatedNotes path={note.path} />
       </aside>
