@@ -14,6 +14,7 @@ from secondbrain.retrieve.note_search import search_notes, validate
 from secondbrain.retrieve.pipeline import Retriever
 from secondbrain.retrieve.retrieval import Done, Passage, Plan, RetrievalOptions, RetrieveEvent
 from secondbrain.retrieve.store import StoredLink
+from secondbrain.retrieve.suggestions import Suggester
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
 from secondbrain.service.history import history_from
@@ -139,6 +140,7 @@ def done_message(done: Done) -> pb.RetrieveDone:
 class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
     def __init__(self, retriever: Retriever) -> None:
         self.retriever = retriever
+        self.suggester = Suggester(retriever)
 
     async def Retrieve(
         self, request: pb.RetrieveRequest, context: grpc.aio.ServicerContext
@@ -277,6 +279,14 @@ class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
                 for note in found.notes
             ],
             meaning_skipped_reason=found.meaning_skipped_reason,
+        )
+
+    async def SuggestQuestions(
+        self, request: pb.SuggestQuestionsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.SuggestQuestionsResponse:
+        questions = await self.suggester.suggest(request.limit)
+        return pb.SuggestQuestionsResponse(
+            questions=[pb.SuggestedQuestion(text=q.text, note_path=q.note_path) for q in questions]
         )
 
 

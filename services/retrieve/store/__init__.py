@@ -6,6 +6,7 @@
 - `notes`: the note-level search box's statements (lexical, vector, hybrid).
 - `note_reads`: what the index holds of notes, read for the note tools and the reader: a note's body, a list, its
   links both ways, the facets to browse by.
+- `questions`: what suggested questions are drawn from: recent notes with their headings, and the index's mark.
 - `related`: related notes: the notes nearest a note's passages by meaning (HNSW), and its links and shared tags.
 - `statement`: what they all share: the one parameter builder (no statement numbers its `$n` by hand), the filter
   clause, LIKE escaping, and running a statement within a deadline, the vector arm's HNSW settings scoped to it.
@@ -32,6 +33,7 @@ from secondbrain.retrieve.store.notes import (
     lexical_notes_statement,
     vector_notes_statement,
 )
+from secondbrain.retrieve.store.questions import SourceNote, index_mark, recent_notes
 from secondbrain.retrieve.store.related import (
     LinkedNote,
     NearNote,
@@ -56,6 +58,7 @@ __all__ = [
     "NearNote",
     "NoteIdentity",
     "Params",
+    "SourceNote",
     "Statement",
     "StoredLink",
     "StoredNote",
@@ -70,6 +73,7 @@ __all__ = [
     "get_note",
     "hybrid_candidates",
     "hybrid_notes_statement",
+    "index_mark",
     "lexical_notes_statement",
     "linked_candidates",
     "linked_notes",
@@ -78,6 +82,7 @@ __all__ = [
     "note_identity",
     "note_links",
     "notes_named",
+    "recent_notes",
     "vector_notes_statement",
     "vectors",
 ]
