@@ -1,7 +1,7 @@
 """The web UI in a real browser (Debian's Chromium, driven by Playwright) against the whole stack: Envoy serving the
 built UI and grpc-web, the services on port 0, a local LLM server answering at a visible pace.
 
-Screenshots of the panel and the settings modal are saved under build/screenshots/ (not committed).
+Screenshots of the chat page and the settings modal are saved under build/screenshots/ (not committed).
 """
 
 from __future__ import annotations
@@ -23,6 +23,12 @@ QUESTION = "How often do I water the tomatoes?"
 NEXT = "\u203a"
 
 
+async def open_chat(page: Page) -> None:
+    """The header's speech bubble, a link to the chat page, and the page ready for a question."""
+    await page.get_by_role("link", name="Open chat").click()
+    await expect(page.get_by_label("Your question")).to_be_visible()
+
+
 async def ask(page: Page, question: str) -> None:
     await page.get_by_label("Your question").fill(question)
     await page.get_by_role("button", name="Send").click()
@@ -35,9 +41,8 @@ async def test_ask_cite_change_persona_and_find_the_conversation_after_a_reload(
     deltas = ["Every morning ", "before nine, ", "and the basil ", "less often [1]."]
     llm.script.push(Reply(deltas=deltas, delay=0.4))
 
-    await page.get_by_role("button", name="Open chat").click()
-    panel = page.get_by_role("dialog", name="Chat")
-    await expect(panel).to_be_visible()
+    await open_chat(page)
+    panel = page.locator(".chat-page")
     await ask(page, QUESTION)
 
     # The answer streams in: part of it shows, with the Stop button, before the rest has arrived.
@@ -94,23 +99,26 @@ async def test_ask_cite_change_persona_and_find_the_conversation_after_a_reload(
     system = gateway.chat.answer_requests()[-1].json["messages"][0]["content"]
     assert "Speak as a head gardener with forty years" in system, "the persona chosen in settings reached the model"
 
-    # After a reload, both conversations are in the list, and the first still has its cited answer.
+    # After a reload, the page is still the conversation it was in, both conversations are in the list, and the
+    # first still has its cited answer.
+    address = page.url
     await page.reload()
-    await page.get_by_role("button", name="Open chat").click()
+    assert page.url == address
+    await expect(page.get_by_test_id("answer").last).to_contain_text("Mornings, lad")
     conversations = page.locator("nav.conversations li")
     await expect(conversations).to_have_count(2)
     # Under the day they last changed, so look-alike titles are told apart by when.
-    await expect(page.locator("nav.conversations .day h3")).to_have_text(["Today"])
+    await expect(page.locator("nav.conversations .day h2")).to_have_text(["Today"])
     await expect(conversations.first).to_contain_text("And the soil?")
     # Each with the first words of its first answer, plain (no [1]), so look-alike titles are told apart by what.
     await expect(conversations.locator(".preview")).to_have_text(
         ["Mornings, lad.", "Every morning before nine, and the basil less often."]
     )
     await page.screenshot(path=SCREENSHOTS / "conversation-list.png")
-    await page.get_by_role("button", name=QUESTION).click()
+    await page.get_by_role("link", name=QUESTION).click()
     restored = page.get_by_test_id("answer").last
     await expect(restored).to_contain_text("Every morning before nine")
-    await expect(restored.locator("button.cite")).to_have_count(1)
+    await expect(restored.locator(".text button.cite")).to_have_count(1)
 
 
 @pytest.mark.timeout(180)
@@ -127,7 +135,7 @@ async def test_agent_steps_show_fold_and_cite_what_the_tools_read(gateway: Gatew
         ),
         timeout=10,
     )
-    await page.get_by_role("button", name="Open chat").click()
+    await open_chat(page)
     agent_toggle = page.get_by_role("checkbox", name="Agent")
     await expect(agent_toggle).to_be_checked()
 
@@ -185,8 +193,7 @@ async def test_agent_steps_show_fold_and_cite_what_the_tools_read(gateway: Gatew
 
     # After a reload the stored answer has its steps, folded, and its citations still open their passages.
     await page.reload()
-    await page.get_by_role("button", name="Open chat").click()
-    await page.locator("nav.conversations li button.title").first.click()
+    await page.locator("nav.conversations li a.title").first.click()
     restored = page.get_by_test_id("answer").last
     steps = restored.locator("details.agent-steps")
     await expect(steps).to_have_js_property("open", False)
@@ -203,7 +210,7 @@ async def test_a_missing_provider_and_a_stop_show_as_a_person_would_want(gateway
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     llm = gateway.chat.llm
     llm.script.push(Reply(deltas=[f"word{i} " for i in range(60)], delay=0.2))
-    await page.get_by_role("button", name="Open chat").click()
+    await open_chat(page)
     await ask(page, QUESTION)
     answer = page.get_by_test_id("answer").last
     await expect(answer).to_contain_text("word1")
@@ -228,7 +235,7 @@ async def test_a_missing_provider_and_a_stop_show_as_a_person_would_want(gateway
 async def test_search_and_index_status_pages(gateway: Gateway, page: Page) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     await page.get_by_label("Search", exact=True).fill("water")
-    await page.get_by_label("Folders").fill("Projects")
+    await page.get_by_label("Folders").select_option("Projects")
     await page.get_by_role("button", name="Search").click()
     hits = page.get_by_test_id("hit")
     await expect(hits).to_have_count(1)
@@ -327,7 +334,7 @@ async def test_tables_lists_and_wikilinks_render_in_snippets_and_in_the_passage(
 
     # The passage panel renders the same note: a table, a list, a wikilink, never their markdown.
     gateway.chat.llm.script.push(Reply(deltas=["Sow French beans in June [1]."]))
-    await page.get_by_role("button", name="Open chat").click()
+    await open_chat(page)
     await ask(page, "When do I sow French beans?")
     answer = page.get_by_test_id("answer").last
     await expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=15_000)
@@ -392,7 +399,7 @@ async def test_last_week_in_a_question_is_the_browsers_last_week(gateway: Gatewa
     await gateway.chat.ingest()
     await page.clock.set_fixed_time("2026-11-30T18:00:00Z")
     gateway.chat.llm.script.push(Reply(deltas=["Oak, decided on 25 November [1]."]))
-    await page.get_by_role("button", name="Open chat").click()
+    await open_chat(page)
     await ask(page, "What did we decide about the worktop last week?")
     answer = page.get_by_test_id("answer").last
     await expect(answer).to_contain_text("Oak, decided on 25 November")
@@ -412,12 +419,12 @@ async def test_last_week_in_a_question_is_the_browsers_last_week(gateway: Gatewa
 
 async def test_a_service_that_is_down_is_said_plainly(gateway: Gateway, page: Page) -> None:
     await gateway.chat.stop_chat()
-    await page.get_by_role("button", name="Open chat").click()
+    await open_chat(page)
     await expect(page.get_by_role("alert").first).to_contain_text("not reachable")
 
 
 async def test_conversations_can_be_renamed_and_deleted(gateway: Gateway, page: Page) -> None:
-    await page.get_by_role("button", name="Open chat").click()
+    await open_chat(page)
     await ask(page, QUESTION)
     await expect(page.get_by_role("button", name="Send")).to_be_visible()
     item = page.locator("nav.conversations li").first
@@ -425,7 +432,7 @@ async def test_conversations_can_be_renamed_and_deleted(gateway: Gateway, page: 
 
     await item.hover()
     await item.get_by_role("button", name=f"Rename {QUESTION}").click()
-    title = page.get_by_label("New title")
+    title = page.get_by_label(f"New title for {QUESTION}")
     await title.fill("Watering")
     await title.press("Enter")
     await expect(item).to_contain_text("Watering")
@@ -461,7 +468,7 @@ async def test_answers_render_markdown_with_citations_and_cited_sources_first(ga
         "A reminder script:\n\n```sh\nwater --beds all  # see [1]\n```\n\nAnd `[1]` in code stays text.",
     ]
     gateway.chat.llm.script.push(Reply(deltas=deltas, delay=0.1))
-    await page.get_by_role("button", name="Open chat").click()
+    await open_chat(page)
     await ask(page, QUESTION)
     answer = page.get_by_test_id("answer").last
     await expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=15_000)
@@ -522,13 +529,13 @@ async def test_a_notes_html_shows_as_text_and_runs_nothing(gateway: Gateway, pag
 
     page.on("dialog", on_dialog)
     stack.llm.script.push(Reply(deltas=["The ferry leaves at noon [1]. <img src=z onerror=alert(3)>"]))
-    await page.get_by_role("button", name="Open chat").click()
+    await open_chat(page)
     await ask(page, "When does the zanzibar ferry leave?")
     answer = page.get_by_test_id("answer").last
     await expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=15_000)
     await expect(answer).to_contain_text("<img src=z onerror=alert(3)>")
 
-    source = answer.locator(".sources button", has_text="Notes/Zanzibar.md")
+    source = answer.locator(".sources li", has_text="Notes/Zanzibar.md").locator("button.cite")
     if not await source.is_visible():
         await answer.locator("details.also-retrieved summary").click()
     await source.click()
@@ -549,23 +556,23 @@ async def test_a_notes_html_shows_as_text_and_runs_nothing(gateway: Gateway, pag
 @pytest.mark.timeout(180)
 async def test_escape_and_a_click_outside_close_the_passage_and_the_settings(gateway: Gateway, page: Page) -> None:
     gateway.chat.llm.script.push(Reply(deltas=["Every morning [1]."]))
-    await page.get_by_role("button", name="Open chat").click()
+    await open_chat(page)
     await ask(page, QUESTION)
     answer = page.get_by_test_id("answer").last
-    await expect(answer.locator("button.cite")).to_have_count(1, timeout=15_000)
+    await expect(answer.locator(".text button.cite")).to_have_count(1, timeout=15_000)
 
     passage = page.get_by_role("dialog", name="Passage 1")
-    await answer.locator("button.cite").click()
+    await answer.locator(".text button.cite").click()
     await expect(passage).to_be_visible()
     await page.keyboard.press("Escape")
     await expect(passage).to_be_hidden()
 
     # A click outside it closes it too; the chat stays open.
-    await answer.locator("button.cite").click()
+    await answer.locator(".text button.cite").click()
     await expect(passage).to_be_visible()
     await page.locator(".messages").click(position={"x": 10, "y": 10})
     await expect(passage).to_be_hidden()
-    await expect(page.get_by_role("dialog", name="Chat")).to_be_visible()
+    await expect(page.get_by_label("Your question")).to_be_visible()
 
     settings = page.get_by_role("dialog", name="Chat settings")
     await page.get_by_role("button", name="Settings").click()
@@ -576,7 +583,7 @@ async def test_escape_and_a_click_outside_close_the_passage_and_the_settings(gat
     await expect(settings).to_be_visible()
     await page.mouse.click(5, 5)  # the backdrop
     await expect(settings).to_be_hidden()
-    await expect(page.get_by_role("dialog", name="Chat")).to_be_visible()
+    await expect(page.get_by_label("Your question")).to_be_visible()
 
 
 @pytest.mark.timeout(180)
@@ -586,7 +593,7 @@ async def test_a_390_px_screen_asks_and_answers_with_the_composer_in_view(gatewa
     gateway.chat.llm.script.push(
         Reply(deltas=["Every **morning** before nine, ", "and the basil less often [1]."], delay=0.2)
     )
-    await page.get_by_role("button", name="Open chat").click()
+    await open_chat(page)
     composer = page.get_by_label("Your question")
     await expect(composer).to_be_in_viewport()
     # The conversation list is a drawer, closed until its button opens it.
@@ -599,10 +606,12 @@ async def test_a_390_px_screen_asks_and_answers_with_the_composer_in_view(gatewa
     await expect(answer).to_contain_text("less often", timeout=15_000)
     await expect(page.get_by_role("button", name="Send")).to_be_in_viewport()
     await expect(composer).to_be_in_viewport()
-    await expect(page.get_by_role("button", name="Close chat")).to_be_in_viewport()
+    await expect(page.get_by_role("button", name="Conversations")).to_be_in_viewport()
     await expect(page.get_by_role("button", name="Settings")).to_be_in_viewport()
+    await expect(page.get_by_role("link", name="Open chat")).to_be_in_viewport()
     # Nothing is wider than the screen.
-    assert await page.evaluate("document.querySelector('.chat-panel').scrollWidth") <= 390
+    assert await page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert await page.evaluate("document.querySelector('.chat-page').scrollWidth") <= 390
     await page.screenshot(path=SCREENSHOTS / "narrow-390.png")
 
     # Settings' Save is in reach without scrolling at 390 px too.
@@ -614,7 +623,7 @@ async def test_a_390_px_screen_asks_and_answers_with_the_composer_in_view(gatewa
     await expect(settings).to_be_hidden()
 
     # The passage opens over the conversation, its close button in reach.
-    await answer.locator("button.cite").click()
+    await answer.locator(".text button.cite").click()
     passage = page.get_by_role("dialog", name="Passage 1")
     await expect(passage.get_by_role("button", name="Close passage")).to_be_in_viewport()
     await page.screenshot(path=SCREENSHOTS / "narrow-390-passage.png")
@@ -632,7 +641,7 @@ async def test_a_390_px_screen_asks_and_answers_with_the_composer_in_view(gatewa
     await expect(drawer).to_be_hidden()
     # Choosing a conversation in it closes it too.
     await page.get_by_role("button", name="Conversations").click()
-    await drawer.get_by_role("button", name=QUESTION, exact=True).click()
+    await drawer.get_by_role("link", name=QUESTION, exact=True).click()
     await expect(drawer).to_be_hidden()
     await expect(page.get_by_test_id("answer").last).to_contain_text("Every morning before nine")
 
@@ -655,28 +664,27 @@ async def test_a_dark_system_gets_the_dark_palette_and_the_tab_an_icon(browser: 
         await expect(page.get_by_test_id("hit").first.locator("mark").first).to_be_visible()
         await page.screenshot(path=SCREENSHOTS / "dark-search.png")
         gateway.chat.llm.script.push(Reply(deltas=["Every **morning** before nine [1].\n\n`water --all`"]))
-        await page.get_by_role("button", name="Open chat").click()
+        await open_chat(page)
         await ask(page, QUESTION)
         await expect(page.get_by_test_id("answer").last).to_contain_text("water --all", timeout=15_000)
         assert _dark(await page.evaluate("getComputedStyle(document.querySelector('.chat-top')).backgroundColor"))
-        await page.get_by_test_id("answer").last.locator("button.cite").click()
+        await page.get_by_test_id("answer").last.locator(".text button.cite").click()
         await page.screenshot(path=SCREENSHOTS / "dark-chat.png")
     finally:
         await context.close()
 
 
-async def test_escape_closes_the_chat_panel_unless_a_question_is_half_typed(gateway: Gateway, page: Page) -> None:
-    await page.get_by_role("button", name="Open chat").click()
-    panel = page.get_by_role("dialog", name="Chat")
-    await expect(panel).to_be_visible()
+async def test_the_model_chip_names_the_model_and_escape_keeps_a_half_typed_question(
+    gateway: Gateway, page: Page
+) -> None:
+    await open_chat(page)
     # The model chip names the model as the presets do, not by its ids.
-    chip = panel.locator("button.chip")
+    chip = page.locator(".chat-top button.chip")
     await expect(chip).to_have_text("GPT-5.4 mini")
     await expect(chip).to_have_attribute("title", "OpenAI · GPT-5.4 mini (change in settings)")
-    await page.keyboard.press("Escape")
-    await expect(panel).to_be_hidden()
-    await page.get_by_role("button", name="Open chat").click()
+    # The chat is a page now: Escape with nothing open over it leaves the page, and the question, as they were.
+    address = page.url
     await page.get_by_label("Your question").fill("How often do I")
     await page.keyboard.press("Escape")
-    await expect(panel).to_be_visible()
     await expect(page.get_by_label("Your question")).to_have_value("How often do I")
+    assert page.url == address

@@ -1,10 +1,11 @@
 // The settings modal: provider, model (from that provider's presets), persona, the base system prompt (with a
 // reset), the mode (one search, or the model's own searching and reading) and the retrieval knobs. Saving sends
-// the fields that changed; the server validates and answers with what it kept. A click outside it, or Escape (ChatPanel
-// listens), closes it unsaved.
+// the fields that changed; the server validates and answers with what it kept. A click outside it, or Escape (the
+// chat page listens), closes it unsaved. It takes focus when it opens, keeps Tab inside it, and gives focus back.
 import { useRef, useState } from "react";
 import { chat, describeError } from "../api";
 import type { GetOptionsResponse, Settings } from "../gen/secondbrain/chat/v1/chat_service_pb";
+import { useDialogFocus } from "./focus";
 
 // Each field the form edits, and its name in an update mask.
 const EDITABLE: [keyof Settings, string][] = [
@@ -36,6 +37,8 @@ export function SettingsModal({
   const [saving, setSaving] = useState(false);
   // A press that began inside the form and ended outside it (selecting text in the prompt) is not a click outside.
   const pressedOutside = useRef(false);
+  const form = useRef<HTMLFormElement>(null);
+  useDialogFocus(form, { modal: true });
   const available = options.providers.filter((p) => p.available);
   const provider = options.providers.find((p) => p.id === draft.provider);
   const models = provider?.models ?? [];
@@ -87,8 +90,16 @@ export function SettingsModal({
         pressedOutside.current = false;
       }}
     >
-      <form className="modal" role="dialog" aria-modal="true" aria-label="Chat settings" onSubmit={save}>
-        <h2>Settings</h2>
+      <form
+        ref={form}
+        className="modal"
+        role="dialog"
+        aria-modal="true"
+        aria-labelledby="settings-title"
+        tabIndex={-1}
+        onSubmit={save}
+      >
+        <h2 id="settings-title">Chat settings</h2>
         <label>
           Provider
           <select value={draft.provider} onChange={(e) => chooseProvider(e.target.value)} name="provider">
