@@ -48,7 +48,10 @@ async def test_an_assistant_lists_and_calls_every_note_tool(mcp_env: dict[str, s
         assert started.server_info.name == "secondbrain"
 
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-        assert set(tools) == {"search_notes", "retrieve_passages", "read_note", "list_notes", "note_links", "ask"}
+        assert set(tools) == {
+            "search_notes", "retrieve_passages", "read_note", "list_notes", "note_links", "related_notes", "ask",
+        }  # fmt: skip
+        assert tools["related_notes"].input_schema["required"] == ["path"]
         assert tools["read_note"].input_schema["required"] == ["path"]
         assert tools["search_notes"].annotations and tools["search_notes"].annotations.read_only_hint
 
@@ -94,6 +97,14 @@ async def test_an_assistant_lists_and_calls_every_note_tool(mcp_env: dict[str, s
         assert "[[Journal/2026-01-20]] → Journal/2026-01-20.md" in links.content[0].text
         assert "- README.md, line 8: [[Projects/Kitchen Renovation]]" in links.content[0].text
 
+        related = await session.call_tool("related_notes", {"path": KITCHEN, "limit": 5})
+        text = related.content[0].text
+        assert not related.is_error and text.startswith(f"5 notes related to {KITCHEN}, most related first:"), text
+        # The README links to it and it links to the day the tiling was discussed: each says so, by path.
+        assert re.search(r"^\d\. README\.md: .*\(.*links here.*\)$", text, re.MULTILINE), text
+        assert re.search(r"^\d\. Journal/2026-01-20\.md: .*linked (from here|both ways)", text, re.MULTILINE), text
+        assert "nearest in meaning: " in text, "the local model's vectors compare the notes"
+
         answer = await session.call_tool("ask", {"question": question})
         assert not answer.is_error and "quartz" in answer.content[0].text
         assert "\n\nSources:\n" in answer.content[0].text and f"- [1] {KITCHEN}" in answer.content[0].text
@@ -118,7 +129,9 @@ async def test_failures_are_tool_errors_a_model_can_act_on(mcp_env: dict[str, st
         assert nowhere.is_error and "no note is in the folder 'Projetcs'" in nowhere.content[0].text
         untagged = await session.call_tool("search_notes", {"query": "worktop", "tag": "nosuchtag"})
         assert untagged.is_error and "no note is tagged #nosuchtag" in untagged.content[0].text
-        for result in (missing, bad, unknown, extra, huge, nowhere, untagged):
+        unrelated = await session.call_tool("related_notes", {"path": "Nowhere.md"})
+        assert unrelated.is_error and "the index holds no note at 'Nowhere.md'" in unrelated.content[0].text
+        for result in (missing, bad, unknown, extra, huge, nowhere, untagged, unrelated):
             assert "Traceback" not in result.content[0].text
 
 
@@ -155,7 +168,7 @@ INTEGER_ARGUMENTS = [
 def test_every_integer_argument_is_bounded_within_int32() -> None:
     assert {(name, argument) for name, argument, _ in INTEGER_ARGUMENTS} >= {
         ("read_note", "start_line"), ("read_note", "end_line"), ("search_notes", "limit"), ("list_notes", "limit"),
-        ("retrieve_passages", "passages"),
+        ("retrieve_passages", "passages"), ("related_notes", "limit"),
     }  # fmt: skip
     for name, argument, schema in INTEGER_ARGUMENTS:
         assert schema.get("minimum", -1) >= 0 and schema.get("maximum", INT32_MAX + 1) <= INT32_MAX, (name, argument)

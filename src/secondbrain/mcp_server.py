@@ -25,7 +25,8 @@ NOTE_SCHEME = "note://"
 MAX_LISTED_RESOURCES = 1_000
 INSTRUCTIONS = (
     "secondbrain answers from the user's own markdown notes. Use search_notes or retrieve_passages to find what the "
-    "notes say, read_note to read more around a passage, note_links to follow [[links]]; cite note paths and lines."
+    "notes say, read_note to read more around a passage, note_links to follow [[links]], related_notes for what else "
+    "is about a note's subject; cite note paths and lines."
 )
 
 

@@ -28,7 +28,9 @@ async def test_an_assistant_reaches_the_note_tools_through_envoy_with_the_token(
     ):
         await session.initialize()
         tools = {tool.name for tool in (await session.list_tools()).tools}
-        assert tools == {"search_notes", "retrieve_passages", "read_note", "list_notes", "note_links", "ask"}
+        assert tools == {
+            "search_notes", "retrieve_passages", "read_note", "list_notes", "note_links", "related_notes", "ask",
+        }  # fmt: skip
         found = await session.call_tool("search_notes", {"query": "quartz worktop", "mode": "lexical"})
         assert not found.is_error and "Projects/Kitchen.md" in found.content[0].text
         links = await session.call_tool("note_links", {"path": "Projects/Kitchen.md"})

@@ -100,6 +100,21 @@ def links(response: pb.GetNoteLinksResponse) -> str:
     return "\n".join([f"Links out of {response.path}:", *out, "", f"Notes linking to {response.path}:", *back])
 
 
+def related(response: pb.GetRelatedNotesResponse) -> str:
+    if not response.notes:
+        lines = [f"No note is related to {response.path}."]
+    else:
+        lines = [f"{len(response.notes)} notes related to {response.path}, most related first:"]
+    for number, item in enumerate(response.notes, start=1):
+        lines.append(f"{number}. {item.path}: {item.title} ({item.reason})")
+        if item.similarity:
+            where = f"{_heading(item.heading_path)}, " if item.heading_path else ""
+            lines.append(f"   nearest in meaning: {where}lines {item.start_line}-{item.end_line}")
+    if response.meaning_skipped_reason:
+        lines.append(f"(Not compared by meaning: {response.meaning_skipped_reason}.)")
+    return "\n".join(lines)
+
+
 def cited(text: str, passages: Sequence[common.Passage]) -> tuple[str, list[common.Passage]]:
     """An answer's text with citations of missing passages stripped, and the passages it cites in the order it first
     cites them (all of them when it cites none, so an answer never comes without its sources)."""

@@ -134,6 +134,11 @@ class NoteLinks(_Arguments):
     path: str = Field(description="The note's vault-relative path.")
 
 
+class RelatedNotes(_Arguments):
+    path: str = Field(description="The note's vault-relative path, as search results and passages give it.")
+    limit: int = Field(default=10, ge=1, le=50, description="The most related notes to return.")
+
+
 class Ask(_Arguments):
     question: str = Field(description="A question about the notes, standing on its own.")
 
@@ -249,6 +254,15 @@ async def _note_links(services: NoteServices, args: NoteLinks) -> Found:
     )
 
 
+async def _related_notes(services: NoteServices, args: RelatedNotes) -> Found:
+    request = pb.GetRelatedNotesRequest(path=args.path, limit=args.limit)
+    response = await services.retrieve.GetRelatedNotes(request, timeout=CALL_TIMEOUT_SECONDS)
+    return Found(
+        render=lambda _: formatting.related(response),
+        summary=lambda _: f"Related to {response.path}: {_plural(len(response.notes), 'note')}",
+    )
+
+
 async def _ask(services: NoteServices, args: Ask) -> Found:
     """A cited answer from the chat service's configured provider, by ChatService.Answer: a turn that stores
     nothing, so asking through a tool leaves nothing behind."""
@@ -317,6 +331,14 @@ NOTE_TOOLS: dict[str, NoteTool] = {
             _note_links,
         ),
         NoteTool(
+            "related_notes",
+            "Find the notes related to one note: near it in meaning, linked with it either way, or sharing its links "
+            "or tags, most related first, each with why (and the section nearest in meaning, with its lines). Use it "
+            "to gather what else the vault says about a note's subject.",
+            RelatedNotes,
+            _related_notes,
+        ),
+        NoteTool(
             "ask",
             "Ask secondbrain itself: a cited answer written from the notes by its configured model (or quoted "
             "from the notes when none is configured).",
@@ -327,8 +349,9 @@ NOTE_TOOLS: dict[str, NoteTool] = {
 }
 
 
-# The tools an agent turn offers its model: `ask` would have the chat service ask itself.
-AGENT_TOOLS = tuple(tool for name, tool in NOTE_TOOLS.items() if name != "ask")
+# The tools an agent turn offers its model: `ask` would have the chat service ask itself. `related_notes` is not
+# offered yet: agent mode's prompt and tests name its tools, and are the chat service's to extend.
+AGENT_TOOLS = tuple(tool for name, tool in NOTE_TOOLS.items() if name not in ("ask", "related_notes"))
 
 
 async def find(services: NoteServices, name: str, arguments: dict[str, Any] | None) -> Found:
