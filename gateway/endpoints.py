@@ -109,5 +109,41 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "The numbered passages for a question, as events: plan, then passage..., then done",
         "retrieve",
     ),
+    # The reader's reads. A note's path holds '/', so it is a query parameter (`?path=Projects/Kitchen.md`), not a
+    # path segment.
+    Endpoint("GET", "/api/notes", "retrieve", "ListNotes", "Notes by path or newest first, within filters", "retrieve"),
+    Endpoint(
+        "GET",
+        "/api/notes/read",
+        "retrieve",
+        "GetNote",
+        "A note's text, or some of its lines, with its properties",
+        "retrieve",
+    ),
+    Endpoint("GET", "/api/notes/links", "retrieve", "GetNoteLinks", "A note's wikilinks and backlinks", "retrieve"),
+    Endpoint(
+        "GET",
+        "/api/notes/related",
+        "retrieve",
+        "GetRelatedNotes",
+        "The notes related to one: by meaning, links and tags, each with why",
+        "retrieve",
+    ),
+    Endpoint(
+        "GET",
+        "/api/facets",
+        "retrieve",
+        "GetFacets",
+        "The folders, tags and days to browse by, with counts",
+        "retrieve",
+    ),
+    Endpoint(
+        "GET",
+        "/api/questions",
+        "retrieve",
+        "SuggestQuestions",
+        "Questions to ask, drawn from the vault's notes",
+        "retrieve",
+    ),
     Endpoint("GET", "/api/index/status", "ingest", "GetIndexStatus", "What the index holds", "ingest"),
 )
