@@ -14,6 +14,7 @@ from playwright.async_api import Browser, Dialog, Page, expect
 from secondbrain.chat.v1 import chat_service_pb2 as chat
 from tests.chat.test_agent import AGENT_NOTES, KITCHEN, QUOTE
 from tests.gateway.conftest import Gateway
+from tests.ui.chat_steps import ask, open_chat
 from tests.ui.conftest import SCREENSHOTS, settle
 from tests.wire import Reply
 from tests.wire.script import ToolCall
@@ -21,17 +22,6 @@ from tests.wire.script import ToolCall
 QUESTION = "How often do I water the tomatoes?"
 # The UI joins heading paths with this.
 NEXT = "\u203a"
-
-
-async def open_chat(page: Page) -> None:
-    """The header's speech bubble, a link to the chat page, and the page ready for a question."""
-    await page.get_by_role("link", name="Open chat").click()
-    await expect(page.get_by_label("Your question")).to_be_visible()
-
-
-async def ask(page: Page, question: str) -> None:
-    await page.get_by_label("Your question").fill(question)
-    await page.get_by_role("button", name="Send").click()
 
 
 @pytest.mark.timeout(180)
