@@ -24,7 +24,7 @@ from secondbrain.gateway.envoy_config import local_layout, render
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as retrieve
 from tests.gateway.conftest import Gateway
 from tests.gateway.grpc_web import call
-from tests.gateway.tls import Certificates, make_certificates, start_tls_envoy
+from tests.gateway.tls import Certificates, make_certificates, start_envoy
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def certificates(tmp_path: Path) -> Certificates:
 
 @pytest.fixture
 async def https_envoy(gateway: Gateway, certificates: Certificates, tmp_path: Path) -> AsyncIterator[Envoy]:
-    envoy = await start_tls_envoy(gateway, certificates.tls, tmp_path / "envoy-tls", loopback_names_only=True)
+    envoy = await start_envoy(gateway, tmp_path / "envoy-tls", tls=certificates.tls, loopback_names_only=True)
     try:
         yield envoy
     finally:

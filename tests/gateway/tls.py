@@ -1,5 +1,6 @@
 """HTTPS for the gateway in tests: a certificate authority and a server certificate made in the test (the
-`cryptography` package), and an Envoy serving TLS with it in front of the `gateway` fixture's services."""
+`cryptography` package), and another Envoy (serving TLS with it, or not) in front of the `gateway` fixture's
+services."""
 
 from __future__ import annotations
 
@@ -110,9 +111,9 @@ def make_certificates(directory: Path, names: tuple[str, ...] = ("localhost", PH
     return paths
 
 
-async def start_tls_envoy(gateway: Gateway, tls: TlsFiles, workdir: Path, *, loopback_names_only: bool) -> Envoy:
-    """A second Envoy, serving HTTPS with `tls`, in front of the services `gateway` started (its ingest, retrieve,
-    chat and shim): the layout the conftest's Envoy has, with TLS. The caller stops it."""
+async def start_envoy(gateway: Gateway, workdir: Path, *, tls: TlsFiles | None, loopback_names_only: bool) -> Envoy:
+    """Another Envoy in front of the services `gateway` started (its ingest, retrieve, chat and shim), as the
+    conftest's is laid out, serving HTTPS with `tls` (plain HTTP with None); the caller stops it."""
     assert gateway.shim is not None
     layout = GatewayLayout(
         listen_host="127.0.0.1",
