@@ -176,8 +176,18 @@ function embedsOnly(node: Element | undefined): boolean {
 
 function components(context: NoteContext, depth: number): Components {
   return {
-    p: ({ node, children }) => (embedsOnly(node) ? <div className="embeds">{children}</div> : <p>{children}</p>),
-    pre: ({ children }) => <CodeBlock>{children}</CodeBlock>,
+    // (The blocks keep their properties: their lines, and `cited`.)
+    p: ({ node, children, ...rest }) =>
+      embedsOnly(node) ? <div className="embeds">{children}</div> : <p {...rest}>{children}</p>,
+    pre: ({ node, children }) => (
+      <div
+        className={[node?.properties?.className ?? []].flat().join(" ") || undefined}
+        data-line-start={property(node, "dataLineStart") || undefined}
+        data-line-end={property(node, "dataLineEnd") || undefined}
+      >
+        <CodeBlock>{children}</CodeBlock>
+      </div>
+    ),
     a: ({ href, children, title }) => {
       if (href && isVaultUrl(href) && /\.md(#|$)/i.test(decodeURI(href))) {
         const [file, heading] = decodeURI(href).split("#");
