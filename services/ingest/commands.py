@@ -13,6 +13,7 @@ import dataclasses
 import json
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,44 +146,72 @@ async def _sync_once(ingest: Any, vault: Path, force: bool, console: Console, as
 
 
 async def _watch(ingest: Any, vault: Path, force: bool, console: Console, as_json: bool) -> None:
-    """Sync, then sync again whenever notes change, until Ctrl-C. Each sync is incremental, so a rename or a delete
-    is handled like any other change. The watcher starts before the first sync, so an edit made while a sync runs
-    is picked up by the next one rather than lost."""
-    from watchfiles import awatch
-
-    def relevant(_change: object, path: str) -> bool:
-        return path.lower().endswith(".md") or path.endswith("secondbrain.json")
-
-    changed = asyncio.Event()
-
-    async def watch_files() -> None:
-        async for _changes in awatch(vault, watch_filter=relevant, debounce=300, step=50):
-            changed.set()
-
-    watcher = asyncio.create_task(watch_files())
-    # Ctrl-C or SIGTERM ends the watch cleanly, even where the signal was ignored when this process started
-    # (a background job): the handler cancels this task, and the sync under way closes as a cancelled one.
+    """Sync, then follow the ingest service's watch of the vault (`secondbrain.ingest.watch`), a line per change,
+    until Ctrl-C. Ctrl-C or SIGTERM ends it cleanly, even where the signal was ignored when this process started
+    (a background job): the handler cancels this task, and the stream closes, which ends the service's watch."""
     loop = asyncio.get_running_loop()
     this = asyncio.current_task()
     assert this is not None
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, this.cancel)
-    await asyncio.sleep(0.2)  # let the watcher register before the first scan
+
+    def watching() -> None:
+        if not as_json:
+            console.print(f"Watching {vault} for changes; Ctrl-C stops.", soft_wrap=True)
+
     try:
-        await _sync_once(ingest, vault, force, console, as_json)
-        console.print(f"Watching {vault} for changes; Ctrl-C stops.")
-        while True:
-            await changed.wait()
-            changed.clear()
-            await _sync_once(ingest, vault, False, console, as_json)
+        await follow_vault(ingest, vault, force, console, as_json, synced=watching)
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
+
+
+CHANGE_VERBS = {
+    pb.FILE_OUTCOME_ADDED: "added",
+    pb.FILE_OUTCOME_UPDATED: "updated",
+    pb.FILE_OUTCOME_DELETED: "deleted",
+    pb.FILE_OUTCOME_FAILED: "failed",
+}
+
+
+def change_line(file: pb.FileProgress) -> str:
+    """The line a person reads for one change the watcher took in: "updated Journal/2026-01-20.md", or "failed
+    Big.md: <why>"."""
+    line = f"{CHANGE_VERBS.get(file.outcome, 'synced')} {file.path}"
+    return f"{line}: {file.error}" if file.outcome == pb.FILE_OUTCOME_FAILED and file.error else line
+
+
+async def follow_vault(
+    ingest: Any,
+    vault: Path,
+    force: bool,
+    console: Console,
+    as_json: bool,
+    synced: Callable[[], None] = lambda: None,
+) -> None:
+    """Sync `vault` and then watch it, through the ingest service (SyncVault with `watch`), until cancelled: the
+    sync's progress bar and summary, `synced()` once it is done, then one line per change (a JSON object each
+    with `as_json`). The stream has no deadline: it lasts as long as the caller follows."""
+    request = pb.SyncVaultRequest(vault_path=str(vault), force=force, watch=True)
+    view: SyncView | None = None
+    with contextlib.ExitStack() as progress:
+        view = progress.enter_context(SyncView(console, as_json))
+        async with streaming(ingest.SyncVault(request)) as events:
+            async for event in events:
+                if view is None:
+                    if as_json:
+                        print(json.dumps(MessageToDict(event, preserving_proto_field_name=True)), flush=True)
+                    elif event.WhichOneof("event") == "file":
+                        console.print(change_line(event.file), markup=False, highlight=False, soft_wrap=True)
+                    continue
+                view.show(event)
+                if event.WhichOneof("event") == "done":
+                    progress.close()
+                    view.print_summary()
+                    view = None
+                    synced()
 
 
 async def run_status(config: Config, *, files: bool, address: str | None, as_json: bool) -> None:

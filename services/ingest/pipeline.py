@@ -38,6 +38,10 @@ from secondbrain.vault_config import IngestSection, load_vault_config
 log = logging.getLogger(__name__)
 
 
+class SyncBusy(FailedPrecondition):
+    """Another sync of this index holds the sync lock: this one can run once that one has finished."""
+
+
 @dataclass(frozen=True)
 class UpsertResult:
     outcome: Outcome
@@ -105,7 +109,7 @@ class Ingestor:
             raise InvalidInput(f"{root} is not a directory: give the path of a vault (a folder of .md notes)")
         async with self.db.pool.acquire() as lock:
             if not await store.try_lock_sync(lock):
-                raise FailedPrecondition("a sync of this index is already running; try again when it has finished")
+                raise SyncBusy("a sync of this index is already running; try again when it has finished")
             try:
                 if not replace_vault:
                     await self._refuse_another_vault(lock, root)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,9 +15,10 @@ from secondbrain.errors import FailedPrecondition, InvalidInput
 from secondbrain.ingest import store
 from secondbrain.ingest.attachments import AttachmentReader
 from secondbrain.ingest.events import FileDone, Outcome, SyncFinished, SyncStarted, Totals
-from secondbrain.ingest.pipeline import Ingestor
+from secondbrain.ingest.pipeline import Ingestor, SyncBusy
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
+from secondbrain.ingest.watch import Watchers
 from secondbrain.obsidian_app import strict_line_breaks
 from secondbrain.service.convert import timestamp
 
@@ -29,6 +31,8 @@ OUTCOMES = {
     Outcome.DELETED: pb.FILE_OUTCOME_DELETED,
     Outcome.FAILED: pb.FILE_OUTCOME_FAILED,
 }
+# How long a SyncVault that goes on watching waits for a sync under way (a watched round's) before its own.
+FOLLOWER_WAITS_SECONDS = 60.0
 STATES = {"indexed": pb.FILE_STATE_INDEXED, "pending": pb.FILE_STATE_PENDING, "failed": pb.FILE_STATE_FAILED}
 
 
@@ -105,6 +109,7 @@ class IngestServicer(pb_grpc.IngestServiceServicer):
         self.config = config
         self.ingestor = ingestor
         self.attachments = AttachmentReader(ingestor.db)
+        self.watchers = Watchers(ingestor)
 
     async def SyncVault(
         self, request: pb.SyncVaultRequest, context: grpc.aio.ServicerContext
@@ -114,8 +119,25 @@ class IngestServicer(pb_grpc.IngestServiceServicer):
         # without syncs a caller's folder only into an empty index or the same folder's, so a caller cannot swap
         # the index for another folder of this machine.
         replace_vault = self.config.settings.vault is not None
-        async for event in self.ingestor.sync(vault, force=request.force, replace_vault=replace_vault):
-            yield sync_event(event)
+        root = await asyncio.to_thread(lambda: vault.expanduser().resolve())
+        if not request.watch or not await asyncio.to_thread(root.is_dir):  # (the sync says what is wrong)
+            async for event in self.ingestor.sync(vault, force=request.force, replace_vault=replace_vault):
+                yield sync_event(event)
+            return
+        async with self.watchers.follow(root, replace_vault) as changes:
+            # The vault may already be watched (another follower), and its watcher syncing: this sync waits its turn.
+            deadline = time.monotonic() + FOLLOWER_WAITS_SECONDS
+            while True:
+                try:
+                    async for event in self.ingestor.sync(root, force=request.force, replace_vault=replace_vault):
+                        yield sync_event(event)
+                    break
+                except SyncBusy:
+                    if time.monotonic() > deadline:
+                        raise
+                    await asyncio.sleep(0.2)
+            async for change in changes():
+                yield sync_event(change)
 
     def _vault_to_sync(self, requested: str) -> Path:
         """The configured vault, or the requested folder when the service has none. A service with a vault syncs
@@ -152,6 +174,14 @@ class IngestServicer(pb_grpc.IngestServiceServicer):
         vault = self.config.settings.vault or (Path(status.vault_path) if status.vault_path else None)
         if vault is not None:
             response.strict_line_breaks = await asyncio.to_thread(strict_line_breaks, vault)
+        watcher = self.watchers.of(await asyncio.to_thread(lambda: vault.resolve()) if vault else None)
+        last_change = status.last_change
+        if watcher is not None:
+            response.watching = True
+            response.pending_changes = watcher.pending_changes
+            last_change = max(filter(None, (last_change, watcher.last_change)), default=None)
+        if last_change is not None:
+            response.last_change.CopyFrom(timestamp(last_change))
         return response
 
     async def GetAttachment(

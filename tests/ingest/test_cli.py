@@ -108,22 +108,28 @@ async def test_watch_keeps_the_index_in_step(vault: Vault, cli_env: dict[str, st
     )  # fmt: skip
     assert process.stdout is not None
 
-    async def next_done() -> dict:
-        while line := await asyncio.wait_for(process.stdout.readline(), 60):
-            event = json.loads(line)
-            if "done" in event:
-                return event["done"]["totals"]
-        raise AssertionError("the watcher stopped")
+    async def next_event() -> dict:
+        line = await asyncio.wait_for(process.stdout.readline(), 60)
+        if not line:
+            raise AssertionError("the watcher stopped")
+        return json.loads(line)
+
+    async def next_change() -> tuple[str, str]:
+        """After the first sync the stream is one file event per change, with no sync of its own around it."""
+        event = await next_event()
+        assert set(event) == {"file"}, event
+        return event["file"]["path"], event["file"]["outcome"]
 
     try:
-        assert (await next_done())["added"] == 1
+        event = await next_event()
+        while "done" not in event:
+            event = await next_event()
+        assert event["done"]["totals"]["added"] == 1
         vault.write("New.md", "# New\n\nWritten while watching.\n")
-        assert (await next_done()).get("added") == 1
+        assert await next_change() == ("New.md", "FILE_OUTCOME_ADDED")
         (vault.root / "Architecture.md").rename(vault.root / "Renamed.md")
-        totals = await next_done()
-        while totals.get("deleted") != 1:  # a rename may arrive as two batches of changes
-            totals = await next_done()
-        assert totals.get("added") == 1
+        renamed = {await next_change(), await next_change()}
+        assert renamed == {("Architecture.md", "FILE_OUTCOME_DELETED"), ("Renamed.md", "FILE_OUTCOME_ADDED")}
     finally:
         process.send_signal(signal.SIGINT)
         assert await asyncio.wait_for(process.wait(), 30) == 0, "Ctrl-C ends the watch cleanly"

@@ -33,6 +33,8 @@ class IndexStatus:
     last_sync: datetime | None
     vault_path: str
     files: list[FileStatusRow]
+    # When a note was last written or a sync last deleted one: the index's last change, whoever made it.
+    last_change: datetime | None = None
 
 
 async def index_status(connection: asyncpg.Connection, include_files: bool, path_prefix: str) -> IndexStatus:
@@ -41,7 +43,12 @@ async def index_status(connection: asyncpg.Connection, include_files: bool, path
         SELECT (SELECT count(*) FROM vault_files WHERE status <> 'failed' OR body <> '') AS notes,
                (SELECT count(*) FROM vault_chunks) AS chunks,
                (SELECT count(*) FROM vault_chunks WHERE embedding IS NOT NULL) AS embedded,
-               (SELECT count(*) FROM vault_files WHERE status = 'failed') AS failed
+               (SELECT count(*) FROM vault_files WHERE status = 'failed') AS failed,
+               greatest(
+                   (SELECT max(indexed_at) FROM vault_files WHERE status <> 'failed'),
+                   (SELECT max(finished_at) FROM ingest_runs
+                    WHERE status = 'succeeded' AND coalesce((totals->>'deleted')::int, 0) > 0)
+               ) AS last_change
         """
     )
     run = await connection.fetchrow(
@@ -75,4 +82,5 @@ async def index_status(connection: asyncpg.Connection, include_files: bool, path
         last_sync=run["finished_at"] if run else None,
         vault_path=run["vault_path"] if run else "",
         files=files,
+        last_change=counts["last_change"],
     )

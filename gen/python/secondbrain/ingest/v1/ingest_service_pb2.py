@@ -25,49 +25,49 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n*secondbrain/ingest/v1/ingest_service.proto\x12\x15secondbrain.ingest.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"5\n\x10SyncVaultRequest\x12\x12\n\nvault_path\x18\x01 \x01(\t\x12\r\n\x05\x66orce\x18\x02 \x01(\x08\"\xa1\x01\n\nSyncTotals\x12\x12\n\nfiles_seen\x18\x01 \x01(\x05\x12\x12\n\nfiles_done\x18\x02 \x01(\x05\x12\r\n\x05\x61\x64\x64\x65\x64\x18\x03 \x01(\x05\x12\x0f\n\x07updated\x18\x04 \x01(\x05\x12\x11\n\tunchanged\x18\x05 \x01(\x05\x12\x0f\n\x07\x64\x65leted\x18\x06 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x07 \x01(\x05\x12\x17\n\x0f\x63hunks_embedded\x18\x08 \x01(\x05\"\x8d\x01\n\x0bSyncStarted\x12\x12\n\nvault_path\x18\x01 \x01(\t\x12\x12\n\nfiles_seen\x18\x02 \x01(\x05\x12>\n\x0f\x65mbedding_model\x18\x03 \x01(\x0b\x32%.secondbrain.ingest.v1.EmbeddingModel\x12\x16\n\x0ereembed_reason\x18\x04 \x01(\t\"\xb5\x01\n\x0c\x46ileProgress\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x33\n\x07outcome\x18\x02 \x01(\x0e\x32\".secondbrain.ingest.v1.FileOutcome\x12\x0e\n\x06\x63hunks\x18\x03 \x01(\x05\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12\x10\n\x08warnings\x18\x05 \x03(\t\x12\x31\n\x06totals\x18\x06 \x01(\x0b\x32!.secondbrain.ingest.v1.SyncTotals\"S\n\x08SyncDone\x12\x31\n\x06totals\x18\x01 \x01(\x0b\x32!.secondbrain.ingest.v1.SyncTotals\x12\x14\n\x0cmilliseconds\x18\x02 \x01(\x01\"\xb9\x01\n\x11SyncVaultResponse\x12\x35\n\x07started\x18\x01 \x01(\x0b\x32\".secondbrain.ingest.v1.SyncStartedH\x00\x12\x33\n\x04\x66ile\x18\x02 \x01(\x0b\x32#.secondbrain.ingest.v1.FileProgressH\x00\x12/\n\x04\x64one\x18\x03 \x01(\x0b\x32\x1f.secondbrain.ingest.v1.SyncDoneH\x00\x42\x07\n\x05\x65vent\"3\n\x11UpsertNoteRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x10\n\x08markdown\x18\x02 \x01(\t\"k\n\x12UpsertNoteResponse\x12\x33\n\x07outcome\x18\x01 \x01(\x0e\x32\".secondbrain.ingest.v1.FileOutcome\x12\x0e\n\x06\x63hunks\x18\x02 \x01(\x05\x12\x10\n\x08warnings\x18\x03 \x03(\t\"!\n\x11\x44\x65leteNoteRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\",\n\x12\x44\x65leteNoteResponse\x12\x16\n\x0e\x63hunks_removed\x18\x01 \x01(\x05\"C\n\x15GetIndexStatusRequest\x12\x15\n\rinclude_files\x18\x01 \x01(\x08\x12\x13\n\x0bpath_prefix\x18\x02 \x01(\t\"C\n\x0e\x45mbeddingModel\x12\x10\n\x08provider\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tdimension\x18\x03 \x01(\x05\"\xbe\x01\n\nFileStatus\x12\x0c\n\x04path\x18\x01 \x01(\t\x12/\n\x05state\x18\x02 \x01(\x0e\x32 .secondbrain.ingest.v1.FileState\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0e\n\x06\x63hunks\x18\x04 \x01(\x05\x12.\n\nindexed_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04\x64\x61te\x18\x06 \x01(\t\x12\x13\n\x0b\x64\x61te_source\x18\x07 \x01(\t\"\x93\x03\n\x16GetIndexStatusResponse\x12\r\n\x05notes\x18\x01 \x01(\x05\x12\x0e\n\x06\x63hunks\x18\x02 \x01(\x05\x12\x17\n\x0f\x65mbedded_chunks\x18\x03 \x01(\x05\x12\x14\n\x0c\x66\x61iled_notes\x18\x04 \x01(\x05\x12>\n\x0f\x65mbedding_model\x18\x05 \x01(\x0b\x32%.secondbrain.ingest.v1.EmbeddingModel\x12-\n\tlast_sync\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nvault_path\x18\x07 \x01(\t\x12\x30\n\x05\x66iles\x18\x08 \x03(\x0b\x32!.secondbrain.ingest.v1.FileStatus\x12\x1a\n\x12strict_line_breaks\x18\t \x01(\x08\x12\x10\n\x08watching\x18\n \x01(\x08\x12\x17\n\x0fpending_changes\x18\x0b \x01(\x05\x12/\n\x0blast_change\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"9\n\x14GetAttachmentRequest\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x11\n\tfrom_path\x18\x02 \x01(\t\"J\n\x15GetAttachmentResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x12\n\nmedia_type\x18\x02 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x03 \x01(\x0c*\xac\x01\n\x0b\x46ileOutcome\x12\x1c\n\x18\x46ILE_OUTCOME_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46ILE_OUTCOME_ADDED\x10\x01\x12\x18\n\x14\x46ILE_OUTCOME_UPDATED\x10\x02\x12\x1a\n\x16\x46ILE_OUTCOME_UNCHANGED\x10\x03\x12\x18\n\x14\x46ILE_OUTCOME_DELETED\x10\x04\x12\x17\n\x13\x46ILE_OUTCOME_FAILED\x10\x05*n\n\tFileState\x12\x1a\n\x16\x46ILE_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46ILE_STATE_INDEXED\x10\x01\x12\x16\n\x12\x46ILE_STATE_PENDING\x10\x02\x12\x15\n\x11\x46ILE_STATE_FAILED\x10\x03\x32\x92\x04\n\rIngestService\x12`\n\tSyncVault\x12\'.secondbrain.ingest.v1.SyncVaultRequest\x1a(.secondbrain.ingest.v1.SyncVaultResponse0\x01\x12\x61\n\nUpsertNote\x12(.secondbrain.ingest.v1.UpsertNoteRequest\x1a).secondbrain.ingest.v1.UpsertNoteResponse\x12\x61\n\nDeleteNote\x12(.secondbrain.ingest.v1.DeleteNoteRequest\x1a).secondbrain.ingest.v1.DeleteNoteResponse\x12m\n\x0eGetIndexStatus\x12,.secondbrain.ingest.v1.GetIndexStatusRequest\x1a-.secondbrain.ingest.v1.GetIndexStatusResponse\x12j\n\rGetAttachment\x12+.secondbrain.ingest.v1.GetAttachmentRequest\x1a,.secondbrain.ingest.v1.GetAttachmentResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n*secondbrain/ingest/v1/ingest_service.proto\x12\x15secondbrain.ingest.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"D\n\x10SyncVaultRequest\x12\x12\n\nvault_path\x18\x01 \x01(\t\x12\r\n\x05\x66orce\x18\x02 \x01(\x08\x12\r\n\x05watch\x18\x03 \x01(\x08\"\xa1\x01\n\nSyncTotals\x12\x12\n\nfiles_seen\x18\x01 \x01(\x05\x12\x12\n\nfiles_done\x18\x02 \x01(\x05\x12\r\n\x05\x61\x64\x64\x65\x64\x18\x03 \x01(\x05\x12\x0f\n\x07updated\x18\x04 \x01(\x05\x12\x11\n\tunchanged\x18\x05 \x01(\x05\x12\x0f\n\x07\x64\x65leted\x18\x06 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x07 \x01(\x05\x12\x17\n\x0f\x63hunks_embedded\x18\x08 \x01(\x05\"\x8d\x01\n\x0bSyncStarted\x12\x12\n\nvault_path\x18\x01 \x01(\t\x12\x12\n\nfiles_seen\x18\x02 \x01(\x05\x12>\n\x0f\x65mbedding_model\x18\x03 \x01(\x0b\x32%.secondbrain.ingest.v1.EmbeddingModel\x12\x16\n\x0ereembed_reason\x18\x04 \x01(\t\"\xb5\x01\n\x0c\x46ileProgress\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x33\n\x07outcome\x18\x02 \x01(\x0e\x32\".secondbrain.ingest.v1.FileOutcome\x12\x0e\n\x06\x63hunks\x18\x03 \x01(\x05\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12\x10\n\x08warnings\x18\x05 \x03(\t\x12\x31\n\x06totals\x18\x06 \x01(\x0b\x32!.secondbrain.ingest.v1.SyncTotals\"S\n\x08SyncDone\x12\x31\n\x06totals\x18\x01 \x01(\x0b\x32!.secondbrain.ingest.v1.SyncTotals\x12\x14\n\x0cmilliseconds\x18\x02 \x01(\x01\"\xb9\x01\n\x11SyncVaultResponse\x12\x35\n\x07started\x18\x01 \x01(\x0b\x32\".secondbrain.ingest.v1.SyncStartedH\x00\x12\x33\n\x04\x66ile\x18\x02 \x01(\x0b\x32#.secondbrain.ingest.v1.FileProgressH\x00\x12/\n\x04\x64one\x18\x03 \x01(\x0b\x32\x1f.secondbrain.ingest.v1.SyncDoneH\x00\x42\x07\n\x05\x65vent\"3\n\x11UpsertNoteRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x10\n\x08markdown\x18\x02 \x01(\t\"k\n\x12UpsertNoteResponse\x12\x33\n\x07outcome\x18\x01 \x01(\x0e\x32\".secondbrain.ingest.v1.FileOutcome\x12\x0e\n\x06\x63hunks\x18\x02 \x01(\x05\x12\x10\n\x08warnings\x18\x03 \x03(\t\"!\n\x11\x44\x65leteNoteRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\",\n\x12\x44\x65leteNoteResponse\x12\x16\n\x0e\x63hunks_removed\x18\x01 \x01(\x05\"C\n\x15GetIndexStatusRequest\x12\x15\n\rinclude_files\x18\x01 \x01(\x08\x12\x13\n\x0bpath_prefix\x18\x02 \x01(\t\"C\n\x0e\x45mbeddingModel\x12\x10\n\x08provider\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tdimension\x18\x03 \x01(\x05\"\xbe\x01\n\nFileStatus\x12\x0c\n\x04path\x18\x01 \x01(\t\x12/\n\x05state\x18\x02 \x01(\x0e\x32 .secondbrain.ingest.v1.FileState\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0e\n\x06\x63hunks\x18\x04 \x01(\x05\x12.\n\nindexed_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04\x64\x61te\x18\x06 \x01(\t\x12\x13\n\x0b\x64\x61te_source\x18\x07 \x01(\t\"\x93\x03\n\x16GetIndexStatusResponse\x12\r\n\x05notes\x18\x01 \x01(\x05\x12\x0e\n\x06\x63hunks\x18\x02 \x01(\x05\x12\x17\n\x0f\x65mbedded_chunks\x18\x03 \x01(\x05\x12\x14\n\x0c\x66\x61iled_notes\x18\x04 \x01(\x05\x12>\n\x0f\x65mbedding_model\x18\x05 \x01(\x0b\x32%.secondbrain.ingest.v1.EmbeddingModel\x12-\n\tlast_sync\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nvault_path\x18\x07 \x01(\t\x12\x30\n\x05\x66iles\x18\x08 \x03(\x0b\x32!.secondbrain.ingest.v1.FileStatus\x12\x1a\n\x12strict_line_breaks\x18\t \x01(\x08\x12\x10\n\x08watching\x18\n \x01(\x08\x12\x17\n\x0fpending_changes\x18\x0b \x01(\x05\x12/\n\x0blast_change\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"9\n\x14GetAttachmentRequest\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x11\n\tfrom_path\x18\x02 \x01(\t\"J\n\x15GetAttachmentResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x12\n\nmedia_type\x18\x02 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x03 \x01(\x0c*\xac\x01\n\x0b\x46ileOutcome\x12\x1c\n\x18\x46ILE_OUTCOME_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46ILE_OUTCOME_ADDED\x10\x01\x12\x18\n\x14\x46ILE_OUTCOME_UPDATED\x10\x02\x12\x1a\n\x16\x46ILE_OUTCOME_UNCHANGED\x10\x03\x12\x18\n\x14\x46ILE_OUTCOME_DELETED\x10\x04\x12\x17\n\x13\x46ILE_OUTCOME_FAILED\x10\x05*n\n\tFileState\x12\x1a\n\x16\x46ILE_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46ILE_STATE_INDEXED\x10\x01\x12\x16\n\x12\x46ILE_STATE_PENDING\x10\x02\x12\x15\n\x11\x46ILE_STATE_FAILED\x10\x03\x32\x92\x04\n\rIngestService\x12`\n\tSyncVault\x12\'.secondbrain.ingest.v1.SyncVaultRequest\x1a(.secondbrain.ingest.v1.SyncVaultResponse0\x01\x12\x61\n\nUpsertNote\x12(.secondbrain.ingest.v1.UpsertNoteRequest\x1a).secondbrain.ingest.v1.UpsertNoteResponse\x12\x61\n\nDeleteNote\x12(.secondbrain.ingest.v1.DeleteNoteRequest\x1a).secondbrain.ingest.v1.DeleteNoteResponse\x12m\n\x0eGetIndexStatus\x12,.secondbrain.ingest.v1.GetIndexStatusRequest\x1a-.secondbrain.ingest.v1.GetIndexStatusResponse\x12j\n\rGetAttachment\x12+.secondbrain.ingest.v1.GetAttachmentRequest\x1a,.secondbrain.ingest.v1.GetAttachmentResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'secondbrain.ingest.v1.ingest_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_FILEOUTCOME']._serialized_start=2038
-  _globals['_FILEOUTCOME']._serialized_end=2210
-  _globals['_FILESTATE']._serialized_start=2212
-  _globals['_FILESTATE']._serialized_end=2322
+  _globals['_FILEOUTCOME']._serialized_start=2053
+  _globals['_FILEOUTCOME']._serialized_end=2225
+  _globals['_FILESTATE']._serialized_start=2227
+  _globals['_FILESTATE']._serialized_end=2337
   _globals['_SYNCVAULTREQUEST']._serialized_start=102
-  _globals['_SYNCVAULTREQUEST']._serialized_end=155
-  _globals['_SYNCTOTALS']._serialized_start=158
-  _globals['_SYNCTOTALS']._serialized_end=319
-  _globals['_SYNCSTARTED']._serialized_start=322
-  _globals['_SYNCSTARTED']._serialized_end=463
-  _globals['_FILEPROGRESS']._serialized_start=466
-  _globals['_FILEPROGRESS']._serialized_end=647
-  _globals['_SYNCDONE']._serialized_start=649
-  _globals['_SYNCDONE']._serialized_end=732
-  _globals['_SYNCVAULTRESPONSE']._serialized_start=735
-  _globals['_SYNCVAULTRESPONSE']._serialized_end=920
-  _globals['_UPSERTNOTEREQUEST']._serialized_start=922
-  _globals['_UPSERTNOTEREQUEST']._serialized_end=973
-  _globals['_UPSERTNOTERESPONSE']._serialized_start=975
-  _globals['_UPSERTNOTERESPONSE']._serialized_end=1082
-  _globals['_DELETENOTEREQUEST']._serialized_start=1084
-  _globals['_DELETENOTEREQUEST']._serialized_end=1117
-  _globals['_DELETENOTERESPONSE']._serialized_start=1119
-  _globals['_DELETENOTERESPONSE']._serialized_end=1163
-  _globals['_GETINDEXSTATUSREQUEST']._serialized_start=1165
-  _globals['_GETINDEXSTATUSREQUEST']._serialized_end=1232
-  _globals['_EMBEDDINGMODEL']._serialized_start=1234
-  _globals['_EMBEDDINGMODEL']._serialized_end=1301
-  _globals['_FILESTATUS']._serialized_start=1304
-  _globals['_FILESTATUS']._serialized_end=1494
-  _globals['_GETINDEXSTATUSRESPONSE']._serialized_start=1497
-  _globals['_GETINDEXSTATUSRESPONSE']._serialized_end=1900
-  _globals['_GETATTACHMENTREQUEST']._serialized_start=1902
-  _globals['_GETATTACHMENTREQUEST']._serialized_end=1959
-  _globals['_GETATTACHMENTRESPONSE']._serialized_start=1961
-  _globals['_GETATTACHMENTRESPONSE']._serialized_end=2035
-  _globals['_INGESTSERVICE']._serialized_start=2325
-  _globals['_INGESTSERVICE']._serialized_end=2855
+  _globals['_SYNCVAULTREQUEST']._serialized_end=170
+  _globals['_SYNCTOTALS']._serialized_start=173
+  _globals['_SYNCTOTALS']._serialized_end=334
+  _globals['_SYNCSTARTED']._serialized_start=337
+  _globals['_SYNCSTARTED']._serialized_end=478
+  _globals['_FILEPROGRESS']._serialized_start=481
+  _globals['_FILEPROGRESS']._serialized_end=662
+  _globals['_SYNCDONE']._serialized_start=664
+  _globals['_SYNCDONE']._serialized_end=747
+  _globals['_SYNCVAULTRESPONSE']._serialized_start=750
+  _globals['_SYNCVAULTRESPONSE']._serialized_end=935
+  _globals['_UPSERTNOTEREQUEST']._serialized_start=937
+  _globals['_UPSERTNOTEREQUEST']._serialized_end=988
+  _globals['_UPSERTNOTERESPONSE']._serialized_start=990
+  _globals['_UPSERTNOTERESPONSE']._serialized_end=1097
+  _globals['_DELETENOTEREQUEST']._serialized_start=1099
+  _globals['_DELETENOTEREQUEST']._serialized_end=1132
+  _globals['_DELETENOTERESPONSE']._serialized_start=1134
+  _globals['_DELETENOTERESPONSE']._serialized_end=1178
+  _globals['_GETINDEXSTATUSREQUEST']._serialized_start=1180
+  _globals['_GETINDEXSTATUSREQUEST']._serialized_end=1247
+  _globals['_EMBEDDINGMODEL']._serialized_start=1249
+  _globals['_EMBEDDINGMODEL']._serialized_end=1316
+  _globals['_FILESTATUS']._serialized_start=1319
+  _globals['_FILESTATUS']._serialized_end=1509
+  _globals['_GETINDEXSTATUSRESPONSE']._serialized_start=1512
+  _globals['_GETINDEXSTATUSRESPONSE']._serialized_end=1915
+  _globals['_GETATTACHMENTREQUEST']._serialized_start=1917
+  _globals['_GETATTACHMENTREQUEST']._serialized_end=1974
+  _globals['_GETATTACHMENTRESPONSE']._serialized_start=1976
+  _globals['_GETATTACHMENTRESPONSE']._serialized_end=2050
+  _globals['_INGESTSERVICE']._serialized_start=2340
+  _globals['_INGESTSERVICE']._serialized_end=2870
 # @@protoc_insertion_point(module_scope)

@@ -92,19 +92,26 @@ class SyncVaultRequest(_message.Message):
 
     VAULT_PATH_FIELD_NUMBER: _builtins.int
     FORCE_FIELD_NUMBER: _builtins.int
+    WATCH_FIELD_NUMBER: _builtins.int
     vault_path: _builtins.str
     """The vault's root directory on the ingest server; empty takes the configured vault."""
     force: _builtins.bool
     """Re-embed every note even when its content hash is unchanged."""
+    watch: _builtins.bool
+    """After the sync, keep the stream open and watch the vault: each note the
+    service's watcher then adds, updates, deletes or fails on comes as one
+    FileProgress (no further started or done), until the caller cancels.
+    """
     def __init__(
         self,
         *,
         vault_path: _builtins.str = ...,
         force: _builtins.bool = ...,
+        watch: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["force", b"force", "vault_path", b"vault_path"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["force", b"force", "vault_path", b"vault_path", "watch", b"watch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
