@@ -29,6 +29,34 @@ function heading(folder: string, tag: string, from: string, to: string): string 
   return parts.length ? `Notes ${parts.join(", ")}` : "Latest notes";
 }
 
+// Side by side (a wide screen) every section is open; on a phone, above the list, only the one that holds what is
+// shown (a folder, a tag, dates), so the notes are not pushed off the screen.
+const WIDE = "(min-width: 861px)";
+
+function Section({ id, title, holds, children }: { id: string; title: string; holds: boolean; children: React.ReactNode }) {
+  const [wide] = useState(() => window.matchMedia(WIDE).matches);
+  const [open, setOpen] = useState(holds);
+  useEffect(() => {
+    if (holds) setOpen(true);
+  }, [holds]);
+  const shown = wide || open;
+  return (
+    <section aria-labelledby={id}>
+      <h2 id={id}>
+        {wide ? (
+          title
+        ) : (
+          <button type="button" className="section-toggle" aria-expanded={open} onClick={() => setOpen(!open)}>
+            {title}
+            <span aria-hidden="true">{open ? "▾" : "▸"}</span>
+          </button>
+        )}
+      </h2>
+      {shown ? children : null}
+    </section>
+  );
+}
+
 export function BrowsePage({ onUnauthenticated }: { onUnauthenticated: () => void }) {
   const [params] = useSearchParams();
   const folder = params.get("folder") ?? "";
@@ -85,8 +113,7 @@ export function BrowsePage({ onUnauthenticated }: { onUnauthenticated: () => voi
             {facetError}
           </div>
         ) : null}
-        <section aria-labelledby="folders-title">
-          <h2 id="folders-title">Folders</h2>
+        <Section id="folders-title" title="Folders" holds={Boolean(folder)}>
           {facets ? (
             facets.folders.length ? (
               <FacetTree
@@ -99,9 +126,8 @@ export function BrowsePage({ onUnauthenticated }: { onUnauthenticated: () => voi
               <p className="muted small">Every note is at the top of the vault.</p>
             )
           ) : null}
-        </section>
-        <section aria-labelledby="tags-title">
-          <h2 id="tags-title">Tags</h2>
+        </Section>
+        <Section id="tags-title" title="Tags" holds={Boolean(tag)}>
           {facets ? (
             facets.tags.length ? (
               <FacetTree
@@ -115,11 +141,10 @@ export function BrowsePage({ onUnauthenticated }: { onUnauthenticated: () => voi
               <p className="muted small">No note has a tag.</p>
             )
           ) : null}
-        </section>
-        <section aria-labelledby="dates-title">
-          <h2 id="dates-title">Dates</h2>
+        </Section>
+        <Section id="dates-title" title="Dates" holds={Boolean(from || to)}>
           {facets ? <DateBrowser days={facets.days} from={from} to={to} undated={facets.undatedNotes} /> : null}
-        </section>
+        </Section>
       </nav>
       <section className="page browse-page" aria-labelledby="browse-title">
         <h1 id="browse-title">{title}</h1>
