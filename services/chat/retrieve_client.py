@@ -99,7 +99,11 @@ class RetrieveClient:
             query=query,
             history=[common.HistoryMessage(role=ROLE_VALUES[m.role], content=m.content) for m in history],
             filters=common.RetrievalFilters(
-                folders=list(scope.folders), tags=list(scope.tags), date_from=scope.date_from, date_to=scope.date_to
+                folders=list(scope.folders),
+                tags=list(scope.tags),
+                date_from=scope.date_from,
+                date_to=scope.date_to,
+                notes=list(scope.notes),
             ),
             now=scope.now,
             options=pb.RetrieveOptions(

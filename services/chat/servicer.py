@@ -109,9 +109,16 @@ def scope_from(request: pb.SendMessageRequest | pb.AnswerRequest) -> Scope:
     """The turn's scope, checked by retrieve's own rules before the turn starts: a bad date or now is refused with
     nothing stored, not an error after the question is."""
     filters = request.filters
-    Filters.parse(filters.folders, filters.tags, filters.date_from, filters.date_to)
+    Filters.parse(filters.folders, filters.tags, filters.date_from, filters.date_to, filters.notes)
     parse_now(request.now)
-    return Scope(tuple(filters.folders), tuple(filters.tags), filters.date_from, filters.date_to, request.now)
+    return Scope(
+        tuple(filters.folders),
+        tuple(filters.tags),
+        filters.date_from,
+        filters.date_to,
+        request.now,
+        notes=tuple(filters.notes),
+    )
 
 
 def conversation_message(row: store.ConversationRow, messages: list[store.MessageRow] | None = None) -> pb.Conversation:

@@ -69,6 +69,8 @@ class Scope:
     date_from: str = ""
     date_to: str = ""
     now: str = ""
+    # The notes a turn is kept to ("ask about this note": the note and the notes it links to); empty: every note.
+    notes: tuple[str, ...] = ()
 
 
 # A turn with nothing narrowing it: every note, the server's clock.
