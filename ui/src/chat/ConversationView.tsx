@@ -1,14 +1,36 @@
 // The conversation: its questions and answers, the live turn streaming in at the end, kept scrolled to the newest
 // words. Empty, it says who answers and offers questions drawn from the vault. A screen reader hears where the
 // live turn is (searching, writing, done, stopped) once per change, not every word.
-import { useEffect, useRef, useState } from "react";
-import { type Conversation, MessageStatus } from "../gen/secondbrain/chat/v1/chat_service_pb";
+import { memo, useEffect, useRef, useState } from "react";
+import { type Conversation, type Message, MessageStatus } from "../gen/secondbrain/chat/v1/chat_service_pb";
 import { MessageRole, type Passage } from "../gen/secondbrain/v1/retrieval_pb";
 import { storedAgent } from "./AgentSteps";
 import { Answer, isStoppedMessage } from "./Answer";
 import { noteName } from "./scope";
 import { SuggestedQuestions } from "./SuggestedQuestions";
 import type { LiveTurn } from "./useTurn";
+
+// A stored answer, drawn again only when it changes: opening a passage or the settings leaves it (and the citation
+// that had focus) as it is, so focus can go back to that citation.
+const StoredAnswer = memo(function StoredAnswer({
+  message,
+  onCite,
+}: {
+  message: Message;
+  onCite: (passage: Passage) => void;
+}) {
+  return (
+    <Answer
+      text={message.content}
+      sources={message.sources}
+      incomplete={message.status === MessageStatus.INCOMPLETE}
+      stopped={message.status === MessageStatus.INCOMPLETE && isStoppedMessage(message.error)}
+      error={message.error || undefined}
+      agent={storedAgent(message.agent)}
+      onCite={onCite}
+    />
+  );
+});
 
 function phaseOf(live: LiveTurn | undefined, busy: boolean): string {
   if (!live) return "";
@@ -83,16 +105,7 @@ export function ConversationView({
             {m.content}
           </div>
         ) : (
-          <Answer
-            key={m.id}
-            text={m.content}
-            sources={m.sources}
-            incomplete={m.status === MessageStatus.INCOMPLETE}
-            stopped={m.status === MessageStatus.INCOMPLETE && isStoppedMessage(m.error)}
-            error={m.error || undefined}
-            agent={storedAgent(m.agent)}
-            onCite={onCite}
-          />
+          <StoredAnswer key={m.id} message={m} onCite={onCite} />
         ),
       )}
       {live ? (

@@ -54,9 +54,11 @@ export function useConversationActions({
     try {
       await chat.deleteConversation({ id: conversation.id });
       forgetConversation(conversation.id);
-      if (activeRef.current?.id === conversation.id) navigate(chatUrl(), { replace: true, state: { fresh: true } });
+      const open = activeRef.current?.id === conversation.id;
+      // The open one: a new conversation takes its place (and focus goes to its question field).
+      if (open) navigate(chatUrl(), { replace: true, state: { fresh: true } });
       await refresh();
-      afterDelete();
+      if (!open) afterDelete();
     } catch (e) {
       fail(e);
     }
