@@ -8,6 +8,7 @@ import fcntl
 import os
 import pty
 import re
+import shutil
 import signal
 import struct
 import sys
@@ -15,12 +16,17 @@ import termios
 import time
 from pathlib import Path
 
+import grpc
 import httpx2
 import psutil
 import pytest
 
 from secondbrain.cli.supervisor import RunLogs
 from secondbrain.config import Settings
+from secondbrain.ingest.v1 import ingest_service_pb2 as ingest_pb
+from secondbrain.ingest.v1 import ingest_service_pb2_grpc as ingest_grpc
+from secondbrain.retrieve.v1 import retrieve_service_pb2 as retrieve_pb
+from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as retrieve_grpc
 from secondbrain.service.health_client import check_health
 from tests.gateway.conftest import parse_sse
 from tests.reliability.cluster import free_ports
@@ -148,6 +154,72 @@ async def test_up_indexes_the_vault_and_answers_a_question_through_the_gateway_w
     process, _, seen = await start_up("--vault", str(vault))
     again = "".join(seen)
     assert re.search(r"Synced (\d+) files .*: 0 added, 0 updated, \1 unchanged", again), again
+    process.send_signal(signal.SIGINT)
+    assert await asyncio.wait_for(process.wait(), 60) == 0
+
+
+async def _search(retrieve: str, words: str) -> list[str]:
+    """The paths of the notes a keyword search for `words` finds, through the running retrieve service."""
+    request = retrieve_pb.SearchRequest(query=words, mode=retrieve_pb.SEARCH_MODE_KEYWORD, limit=10)
+    async with grpc.aio.insecure_channel(retrieve) as channel:
+        response = await retrieve_grpc.RetrieveServiceStub(channel).Search(request, timeout=30)
+    return [hit.path for hit in response.hits]
+
+
+async def _index_status(ingest: str) -> ingest_pb.GetIndexStatusResponse:
+    async with grpc.aio.insecure_channel(ingest) as channel:
+        stub = ingest_grpc.IngestServiceStub(channel)
+        return await stub.GetIndexStatus(ingest_pb.GetIndexStatusRequest(), timeout=30)
+
+
+async def test_up_watches_the_vault_an_edit_a_new_note_and_a_deletion_each_picked_up(start_up, tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    shutil.copytree(DEMO_VAULT, vault)
+    process, ports, seen = await start_up("--vault", str(vault))
+    output = "".join(seen)
+    assert f"watching {vault} for changes" in output, output
+    assert output.index("watching") < output.index("secondbrain is up"), "watching before it says it is up"
+    ingest, retrieve = f"127.0.0.1:{ports['ingest']}", f"127.0.0.1:{ports['retrieve']}"
+    status = await _index_status(ingest)
+    assert status.watching and status.pending_changes == 0 and status.HasField("last_change")
+    assert process.stderr is not None
+
+    journal = vault / "Journal" / "2026-01-03.md"
+    journal.write_text(journal.read_text(encoding="utf-8") + "\nThe quincunx hedge needs trimming.\n", encoding="utf-8")
+    await _read_until(process.stderr, "updated Journal/2026-01-03.md", seen)
+    assert await _search(retrieve, "quincunx") == ["Journal/2026-01-03.md"]
+
+    (vault / "Ideas").mkdir()
+    (vault / "Ideas" / "Greenhouse.md").write_text("# Greenhouse\n\nA zymurgy corner for cider.\n", encoding="utf-8")
+    await _read_until(process.stderr, "added Ideas/Greenhouse.md", seen)
+    assert await _search(retrieve, "zymurgy") == ["Ideas/Greenhouse.md"]
+
+    lisbon = "Projects/Lisbon Trip.md"
+    assert lisbon in await _search(retrieve, "Lisbon")
+    (vault / lisbon).unlink()
+    await _read_until(process.stderr, f"deleted {lisbon}", seen)
+    assert lisbon not in await _search(retrieve, "Lisbon")
+
+    (vault / "Broken.md").write_bytes(b"half a note\x00")
+    await _read_until(process.stderr, "failed Broken.md", seen)
+    assert "NUL byte" in seen[-1], "a failure comes with its reason"
+    assert (await _index_status(ingest)).pending_changes == 0
+    changes = [line.strip() for line in seen if re.match(r"(added|updated|deleted|failed) ", line)]
+    assert changes[:3] == ["updated Journal/2026-01-03.md", "added Ideas/Greenhouse.md", f"deleted {lisbon}"], changes
+    process.send_signal(signal.SIGINT)
+    assert await asyncio.wait_for(process.wait(), 60) == 0
+
+
+async def test_up_with_no_watch_indexes_once(start_up, tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    shutil.copytree(DEMO_VAULT, vault)
+    process, ports, seen = await start_up("--vault", str(vault), "--no-watch")
+    assert "watching" not in "".join(seen)
+    status = await _index_status(f"127.0.0.1:{ports['ingest']}")
+    assert not status.watching and status.notes > 0
+    (vault / "Unwatched.md").write_text("# Unwatched\n\nA xylophone.\n", encoding="utf-8")
+    await asyncio.sleep(2)
+    assert await _search(f"127.0.0.1:{ports['retrieve']}", "xylophone") == []
     process.send_signal(signal.SIGINT)
     assert await asyncio.wait_for(process.wait(), 60) == 0
 

@@ -114,18 +114,25 @@ def gateway_config(
         typer.echo(f"wrote {output} (Envoy accepts it)", err=True)
 
 
-def up(vault: VaultOption = None, log_format: LogFormatOption = None) -> None:
+def up(
+    vault: VaultOption = None,
+    log_format: LogFormatOption = None,
+    no_watch: Annotated[
+        bool, typer.Option("--no-watch", help="Index the vault once at the start; do not watch it for changes.")
+    ] = False,
+) -> None:
     """Run the whole system, supervised, until Ctrl-C.
 
     Prepares the database first, starts ingest, retrieve and chat, then the REST shim and Envoy, indexes the vault
     (with a progress bar) and waits for the embedding model to load; then prints their addresses: open the
-    gateway's in a browser. At a terminal the servers log short text lines, warnings only unless
-    SECONDBRAIN_LOG_LEVEL is set; elsewhere one JSON object a line. If one of them dies, everything stops and the
-    message says which.
+    gateway's in a browser. The vault is then watched: each note added, updated or deleted is indexed within a
+    second or so and said in one line ("updated Journal/2026-01-20.md"); --no-watch indexes it only at the start.
+    At a terminal the servers log short text lines, warnings only unless SECONDBRAIN_LOG_LEVEL is set; elsewhere
+    one JSON object a line. If one of them dies, everything stops and the message says which.
     """
     from secondbrain.cli import supervisor
 
-    code = run(supervisor.run(config_with(vault=vault, log_format=log_format)))
+    code = run(supervisor.run(config_with(vault=vault, log_format=log_format), watch=not no_watch))
     raise typer.Exit(code)
 
 

@@ -203,6 +203,40 @@ async def _ingest(config: Config, ingest_address: str) -> None:
         _say(f"secondbrain: the vault could not be indexed: {error}")
 
 
+async def _ingest_and_watch(config: Config, ingest_address: str, background: list[asyncio.Task[None]]) -> None:
+    """Sync the vault, as `_ingest`, and go on watching it: the ingest service watches while this run follows it
+    (`secondbrain.ingest.watch`), and each change it takes in is a line here ("updated Journal/2026-01-20.md").
+    Returns once the first sync is done; the following goes on in a task of `background`, to the end of the run."""
+    from rich.console import Console
+
+    from secondbrain.errors import SecondbrainError
+    from secondbrain.ingest.commands import follow_vault, ingest_service
+
+    vault = config.settings.vault
+    assert vault is not None
+    root = vault.resolve()
+    _say(f"secondbrain: indexing {root}")
+    synced = asyncio.Event()
+    console = Console(stderr=True)
+
+    async def follow() -> None:
+        try:
+            async with ingest_service(config, ingest_address, console) as ingest:
+                await follow_vault(ingest, root, False, console, as_json=False, synced=synced.set)
+        except SecondbrainError as error:
+            _say(f"secondbrain: {'stopped watching' if synced.is_set() else 'the vault could not be indexed'}: {error}")
+        except grpc.aio.AioRpcError as error:
+            if error.code() != grpc.StatusCode.CANCELLED:
+                what = "stopped watching" if synced.is_set() else "the vault could not be indexed"
+                _say(f"secondbrain: {what}: {error.details()}")
+
+    task = asyncio.create_task(follow())
+    background.append(task)
+    await asyncio.wait([task, asyncio.ensure_future(synced.wait())], return_when=asyncio.FIRST_COMPLETED)
+    if synced.is_set():
+        _say(f"secondbrain: watching {root} for changes")
+
+
 async def _model_loaded(config: Config, retrieve: str) -> None:
     """Return once the retrieve service can embed a question at once, or say why it cannot. Its health says
     SERVING once its model's load has ended (`secondbrain.retrieve.server._warm_up`), loaded or not: a semantic
@@ -222,9 +256,12 @@ async def _model_loaded(config: Config, retrieve: str) -> None:
             _say(f"secondbrain: the retrieve service's embedding model is not ready: {error.details()}")
 
 
-async def _start(config: Config, logs: RunLogs, children: list[Child]) -> None:
-    """Start every server (into `children`, so what started is stopped however this ends), index the vault and load
-    the model: everything the first question needs."""
+async def _start(
+    config: Config, logs: RunLogs, children: list[Child], background: list[asyncio.Task[None]], watch: bool
+) -> None:
+    """Start every server (into `children`, so what started is stopped however this ends), index the vault (and,
+    with `watch`, follow its changes in a task of `background`) and load the model: everything the first question
+    needs."""
     _say("secondbrain: starting the servers")
     for name in GRPC_SERVICES:
         children.append(await _spawn(name, config, logs))
@@ -238,7 +275,9 @@ async def _start(config: Config, logs: RunLogs, children: list[Child]) -> None:
         children.append(await _spawn(name, config, logs))
         await _wait_until_ready(children[-1])
     address = {child.name: child.address for child in children}
-    if config.settings.vault is not None:
+    if config.settings.vault is not None and watch:
+        await _ingest_and_watch(config, address["ingest"], background)
+    elif config.settings.vault is not None:
         await _ingest(config, address["ingest"])
     await _model_loaded(config, address["retrieve"])
     # A server that died while the vault was indexed is told now, not after "up".
@@ -288,8 +327,9 @@ async def _stop(children: list[Child], grace: float) -> None:
                 await asyncio.wait_for(child.relay, 5)
 
 
-async def run(config: Config) -> int:
-    """Run every service until interrupted; the exit code says how it ended."""
+async def run(config: Config, *, watch: bool = True) -> int:
+    """Run every service until interrupted; the exit code says how it ended. With `watch` (and a vault), the vault
+    is watched for changes for the whole run."""
     settings = config.settings
     logs = RunLogs.of(settings)
     configure_logging(logs.level, logs.format, service="up")
@@ -299,12 +339,13 @@ async def run(config: Config) -> int:
     # Holding the database open here keeps an embedded server alive for the whole run.
     db = await Database.open(settings)
     children: list[Child] = []
+    background: list[asyncio.Task[None]] = []
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
-        if not await _unless_stopped(_start(config, logs, children), stop):
+        if not await _unless_stopped(_start(config, logs, children, background, watch), stop):
             _say("secondbrain: stopping")
             return 0
         _say_up(children, settings)
@@ -321,6 +362,12 @@ async def run(config: Config) -> int:
         _say(f"secondbrain: the {dead.name} server exited with code {dead.process.returncode}; stopping everything")
         return 1
     finally:
+        # The watch first, so the ingest service is not stopped under a stream still open.
+        for task in background:
+            task.cancel()
+        for task in background:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await _stop(children, settings.shutdown_grace_seconds)
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(ValueError):
