@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from urllib.parse import quote
 
 import pytest
+from axe_playwright_python.async_playwright import Axe
 from playwright.async_api import Browser, Page, expect
 
 from tests.gateway.conftest import Gateway
@@ -282,3 +283,48 @@ async def test_the_reader_and_browsing_at_desktop_and_phone_widths(
     finally:
         await context.close()
     assert not errors, errors
+
+
+async def serious_violations(page: Page) -> list[str]:
+    """axe-core's serious and critical violations on the page as it is now, one line each."""
+    results = await Axe().run(page)
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[node['html'][:120] for node in v['nodes']][:3]}"
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("width", [1280, 390])
+async def test_axe_finds_nothing_serious_on_the_reader_browsing_and_search(
+    vault: Gateway, browser: Browser, scheme: str, width: int
+) -> None:
+    context = await browser.new_context(viewport={"width": width, "height": 800}, color_scheme=scheme)
+    page = await context.new_page()
+    found: dict[str, list[str]] = {}
+    try:
+        await page.goto(note_url(vault, "Projects/Kitchen Renovation.md", "?lines=18-20"))
+        # (Related notes are a vector search; on a loaded machine they take a moment.)
+        await expect(page.locator("img.vault-image")).to_be_visible(timeout=15_000)
+        await expect(page.get_by_test_id("related").first).to_be_visible(timeout=15_000)
+        found["reader, cited lines"] = await serious_violations(page)
+        await page.goto(f"{vault.envoy_url}/browse?tag=project%2Fkitchen")
+        await expect(page.get_by_test_id("listed-note")).to_have_count(1)
+        found["browse by tag"] = await serious_violations(page)
+        await page.goto(f"{vault.envoy_url}/browse?from=2026-01-20&to=2026-01-20")
+        await expect(page.get_by_test_id("listed-note")).to_have_count(1)
+        found["browse by day"] = await serious_violations(page)
+        await page.goto(f"{vault.envoy_url}/?q=worktop&folder=Projects")
+        await expect(page.get_by_test_id("hit")).to_have_count(1)
+        found["search with a filter"] = await serious_violations(page)
+        await page.goto(note_url(vault, "Nowhere.md"))
+        await expect(page.get_by_role("alert")).to_be_visible()
+        found["a note not in the index"] = await serious_violations(page)
+        await page.goto(f"{vault.envoy_url}/browse/no/such/page")
+        await expect(page.get_by_role("heading", name="Nothing here")).to_be_visible()
+        found["not a page"] = await serious_violations(page)
+    finally:
+        await context.close()
+    assert not any(found.values()), found
