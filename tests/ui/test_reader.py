@@ -134,9 +134,7 @@ async def test_a_search_hit_opens_its_note_as_obsidian_shows_it(vault: Gateway, 
     await expect(note.get_by_role("checkbox", name="Not done", exact=True)).to_have_count(1)
     await expect(note.locator("pre code.language-python .hljs-keyword").first).to_have_text("def")
     # Links: resolved ones navigate in the reader, an unresolved one says so, none shows its brackets.
-    await expect(note.locator("a.wikilink", has_text="Costa")).to_have_attribute(
-        "href", "/note/Suppliers.md#Stone"
-    )
+    await expect(note.locator("a.wikilink", has_text="Costa")).to_have_attribute("href", "/note/Suppliers.md#Stone")
     await expect(note.locator(".wikilink.unresolved")).to_have_text("Nobody Yet")
     assert "[[" not in await note.inner_text()
     # #tags open their notes; the embedded note shows its text.
@@ -193,7 +191,7 @@ async def test_a_backlink_opens_the_linking_note_at_its_line_and_a_citation_high
     text = " ".join(await cited.all_inner_texts())
     assert "worktop" in text and "2,400" in text and "cabinets" in text, text
     assert "Empty the cupboards" not in text
-    await expect(page.get_by_role("status").filter(has_text="Showing lines 18–20")).to_be_visible()
+    await expect(page.get_by_role("status").filter(has_text="Showing lines 18\u201320")).to_be_visible()
     await shoot(page, "reader-cited-lines")
     # A reload of the address is the same page (the gateway answers the UI's routes with the app).
     await page.reload()
