@@ -13,7 +13,7 @@ markdown link's text (`[1](url)`), and not inside inline code or a fenced code b
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 _MARKER = re.compile(r"(?<![\w\[])\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\](?![\](])")
@@ -62,3 +62,20 @@ def check_citations(text: str, valid: Collection[int]) -> Checked:
         position = code.end()
     pieces.append(_check_prose(text[position:], valid, cited, removed))
     return Checked("".join(pieces), cited, list(dict.fromkeys(removed)))
+
+
+def replace_citations(text: str, replace: Callable[[list[int]], str]) -> str:
+    """`text` with each citation marker (`[1]`, `[1, 3]`, by the rules above: code and links left alone) replaced
+    by what `replace` makes of its numbers."""
+
+    def prose(part: str) -> str:
+        return _MARKER.sub(lambda match: replace([int(n) for n in match.group(1).split(",")]), part)
+
+    pieces: list[str] = []
+    position = 0
+    for code in _CODE.finditer(text):
+        pieces.append(prose(text[position : code.start()]))
+        pieces.append(code.group(0))
+        position = code.end()
+    pieces.append(prose(text[position:]))
+    return "".join(pieces)

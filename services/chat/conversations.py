@@ -1,4 +1,5 @@
-"""Conversations: list (newest first, by keyset pages), create, read with messages, rename, delete.
+"""Conversations: list (newest first, by keyset pages, or those holding some words), create, read with messages,
+export as a note, rename, delete.
 
 A page token is the keyset of the last conversation on the page (its updated_at and id), opaque to clients. Unlike
 an offset, it stays correct when conversations are added or removed between pages, and costs the same on page 50
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from secondbrain.chat import store
+from secondbrain.chat.export import Exported, export_conversation
 from secondbrain.chat.settings import MAX_NAME_CHARS, ChatSettings
 from secondbrain.chat.turn_input import parse_conversation_id
 from secondbrain.db import Database
@@ -23,6 +25,9 @@ from secondbrain.errors import InvalidInput, NotFound
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
 MAX_TITLE_CHARS = 200
+# A search of the conversations: words a person types into a search box, not a document.
+MAX_QUERY_CHARS = 200
+MAX_QUERY_WORDS = 10
 UPDATABLE = store.CONVERSATION_COLUMNS
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -61,6 +66,21 @@ def _title(value: str) -> str:
     return title
 
 
+def _query_words(query: str) -> list[str]:
+    """The distinct words of a conversation search, each to be found (case-insensitive) in a title or a message."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(
+            f"the query is {len(query)} characters long; a search of the conversations takes up to {MAX_QUERY_CHARS}"
+        )
+    # (ILIKE compares without case, so a word typed twice in two cases is one word.)
+    words = list({word.lower(): word for word in query.split()}.values())
+    if len(words) > MAX_QUERY_WORDS:
+        raise InvalidInput(
+            f"the query has {len(words)} words; a search of the conversations takes up to {MAX_QUERY_WORDS}"
+        )
+    return words
+
+
 class Conversations:
     def __init__(self, db: Database, settings: ChatSettings) -> None:
         self.db = db
@@ -76,14 +96,17 @@ class Conversations:
         await self.settings.check_persona(persona_id)
         return persona_id
 
-    async def list(self, page_size: int, page_token: str) -> Page:
+    async def list(self, page_size: int, page_token: str, query: str = "") -> Page:
+        """A page of conversations, newest first; with `query`, those whose title or messages hold all its words
+        (the page token of such a page goes on with the same query)."""
         if page_size < 0:
             raise InvalidInput(f"page_size is {page_size}: give a positive number, or 0 for {DEFAULT_PAGE_SIZE}")
         size = min(page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
         after = decode_token(page_token) if page_token else None
+        words = _query_words(query)
         async with self.db.pool.acquire(timeout=store.STATEMENT_TIMEOUT) as connection:
             # One more than the page: whether there is a next page is known without a count.
-            rows = await store.list_conversations(connection, size + 1, after)
+            rows = await store.list_conversations(connection, size + 1, after, words)
         page, more = rows[:size], len(rows) > size
         return Page(page, encode_token(page[-1]) if more else "")
 
@@ -100,6 +123,11 @@ class Conversations:
             if row is None:
                 raise NotFound(f"there is no conversation {conversation_id}")
             return Conversation(row, await store.list_messages(connection, identifier))
+
+    async def export(self, conversation_id: str) -> Exported:
+        """The conversation as a markdown note (`secondbrain.chat.export`)."""
+        found = await self.get(conversation_id)
+        return export_conversation(found.row, found.messages)
 
     async def update(
         self, conversation_id: str, title: str, persona_id: str, fields: Collection[str]

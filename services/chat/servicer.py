@@ -214,7 +214,7 @@ class ChatServicer(pb_grpc.ChatServiceServicer):
     async def ListConversations(
         self, request: pb.ListConversationsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListConversationsResponse:
-        page = await self.chat.conversations.list(request.page_size, request.page_token)
+        page = await self.chat.conversations.list(request.page_size, request.page_token, request.query)
         return pb.ListConversationsResponse(
             conversations=[conversation_message(row) for row in page.conversations],
             next_page_token=page.next_page_token,
@@ -245,6 +245,12 @@ class ChatServicer(pb_grpc.ChatServiceServicer):
     ) -> pb.DeleteConversationResponse:
         await self.chat.conversations.delete(request.id)
         return pb.DeleteConversationResponse()
+
+    async def ExportConversation(
+        self, request: pb.ExportConversationRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ExportConversationResponse:
+        exported = await self.chat.conversations.export(request.id)
+        return pb.ExportConversationResponse(markdown=exported.markdown, file_name=exported.file_name)
 
     async def SendMessage(
         self, request: pb.SendMessageRequest, context: grpc.aio.ServicerContext

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -11,6 +11,7 @@ from typing import Any
 import asyncpg
 
 from secondbrain.chat.store.sql import STATEMENT_TIMEOUT, set_clause
+from secondbrain.db.sql import like_escape
 
 # Enough of the first answer for its gist after the quoting provider's preamble and quote marks are taken out.
 FIRST_ANSWER_CHARS = 1_000
@@ -51,30 +52,37 @@ def _conversation(row: asyncpg.Record) -> ConversationRow:
 
 
 async def list_conversations(
-    connection: asyncpg.Connection, limit: int, after: tuple[datetime, uuid.UUID] | None
+    connection: asyncpg.Connection,
+    limit: int,
+    after: tuple[datetime, uuid.UUID] | None,
+    words: Sequence[str] = (),
 ) -> list[ConversationRow]:
-    """Up to `limit` conversations, most recently updated first, starting after the keyset `after`.
+    """Up to `limit` conversations, most recently updated first, starting after the keyset `after`; with `words`,
+    only those whose title or some message contains every one of them (case-insensitive, anywhere in a word).
 
     The order (updated_at DESC, id ASC) is the index's, so a page is an index range scan however deep it is, and a
-    conversation created or deleted between pages neither repeats nor skips another.
+    conversation created or deleted between pages neither repeats nor skips another. A search reads the messages of
+    the conversations it passes on the way (each by its conversation's index), bounded by the statement timeout and
+    the caller's limits on the words.
     """
-    if after is None:
-        rows = await connection.fetch(
-            f"SELECT {_CONVERSATION_SELECT} FROM chat_conversations c ORDER BY c.updated_at DESC, c.id LIMIT $1",
-            limit,
-            timeout=STATEMENT_TIMEOUT,
+    values: list[Any] = [limit]
+    clauses: list[str] = []
+    if after is not None:
+        values.extend(after)
+        clauses.append("(c.updated_at < $2 OR (c.updated_at = $2 AND c.id > $3))")
+    for word in words:
+        values.append(f"%{like_escape(word)}%")
+        n = len(values)
+        clauses.append(
+            f"(c.title ILIKE ${n} OR EXISTS (SELECT 1 FROM chat_messages m "
+            f"WHERE m.conversation_id = c.id AND m.content ILIKE ${n}))"
         )
-    else:
-        rows = await connection.fetch(
-            f"""
-            SELECT {_CONVERSATION_SELECT} FROM chat_conversations c
-            WHERE c.updated_at < $2 OR (c.updated_at = $2 AND c.id > $3)
-            ORDER BY c.updated_at DESC, c.id LIMIT $1
-            """,
-            limit,
-            *after,
-            timeout=STATEMENT_TIMEOUT,
-        )
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    rows = await connection.fetch(
+        f"SELECT {_CONVERSATION_SELECT} FROM chat_conversations c {where} ORDER BY c.updated_at DESC, c.id LIMIT $1",
+        *values,
+        timeout=STATEMENT_TIMEOUT,
+    )
     return [_conversation(row) for row in rows]
 
 
