@@ -80,13 +80,14 @@ def test_every_rpc_is_routed_to_its_service_and_streams_have_no_total_timeout() 
     assert _route_for(config, "/secondbrain.chat.v1.ChatService/GetOptions", "OPTIONS")["cluster"] == "shim"
 
 
-def test_filters_are_grpc_web_cors_router_and_clusters_speak_http2_to_services() -> None:
+def test_filters_are_grpc_web_cors_compressor_router_and_clusters_speak_http2_to_services() -> None:
     config = yaml.safe_load(render(local_layout(Settings(cors_origins=["http://localhost:5173"]))))
     listener = config["static_resources"]["listeners"][0]
     manager = listener["filter_chains"][0]["filters"][0]["typed_config"]
     assert [f["name"] for f in manager["http_filters"]] == [
         "envoy.filters.http.grpc_web",
         "envoy.filters.http.cors",
+        "envoy.filters.http.compressor",
         "envoy.filters.http.router",
     ]
     assert all("typed_config" in f for f in manager["http_filters"])
