@@ -230,6 +230,12 @@ async def run_status(config: Config, *, files: bool, address: str | None, as_jso
     console.print(f"Model: {model.provider}:{model.name} ({model.dimension}-d)" if model.name else "Model: none yet")
     last = status.last_sync.ToDatetime().isoformat(timespec="seconds") if status.HasField("last_sync") else "never"
     console.print(f"Last sync: {last}" + (f" of {status.vault_path}" if status.vault_path else ""))
+    changed = status.last_change.ToDatetime().isoformat(timespec="seconds") if status.HasField("last_change") else ""
+    if status.watching:
+        pending = f"{status.pending_changes} change{'' if status.pending_changes == 1 else 's'} not indexed yet"
+        console.print(f"Watching the vault: {pending}" + (f"; last change taken in {changed}" if changed else ""))
+    elif changed:
+        console.print(f"Last change taken in: {changed}")
     for file in status.files:
         state = STATE_NAMES[file.state]
         if not files and state == "indexed":

@@ -45,6 +45,7 @@ async def test_ingest_in_process_prints_progress_and_a_summary(vault: Vault, cli
     assert code == 0, stderr
     assert "Notes: 2" in stdout
     assert "openai:text-embedding-3-small (1536-d)" in stdout
+    assert "Last change taken in: 20" in stdout and "Watching" not in stdout, "no service watches the vault"
 
     # Each note's date and what it was read from (Architecture's front matter has none: its modification time).
     vault.write("Journal/2026-01-20.md", "# Journal\n\nMeasured the wall.\n")
