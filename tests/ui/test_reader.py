@@ -15,10 +15,13 @@ import zlib
 from collections.abc import AsyncIterator
 from urllib.parse import quote
 
+import grpc
 import pytest
 from axe_playwright_python.async_playwright import Axe
 from playwright.async_api import Browser, Page, expect
 
+from secondbrain.ingest.v1 import ingest_service_pb2 as ingest
+from secondbrain.ingest.v1 import ingest_service_pb2_grpc as ingest_grpc
 from tests.gateway.conftest import Gateway
 from tests.ui.conftest import SCREENSHOTS, settle
 
@@ -326,3 +329,30 @@ async def test_axe_finds_nothing_serious_on_the_reader_browsing_and_search(
     finally:
         await context.close()
     assert not any(found.values()), found
+
+
+@pytest.mark.timeout(180)
+async def test_the_reader_follows_the_vault_while_ingest_watches_and_the_header_says_how_fresh(
+    vault: Gateway, page: Page
+) -> None:
+    # Not watching: the header says when the index last took a change in, and that it is not watching.
+    freshness = page.locator("header a.freshness")
+    await expect(freshness).to_have_attribute("aria-label", re.compile(r"^Index: Synced .*not watching the vault$"))
+    async with grpc.aio.insecure_channel(vault.ingest_address) as channel:
+        stub = ingest_grpc.IngestServiceStub(channel)
+        stream = stub.SyncVault(ingest.SyncVaultRequest(watch=True))
+        # The sync is done (its totals come once) before the vault changes; the stream then goes on watching.
+        async for event in stream:
+            if event.WhichOneof("event") == "done":
+                break
+        vault.chat.write("People/Marta.md", MARTA.replace("in January", "in February, not January"))
+        async for event in stream:
+            if event.WhichOneof("event") == "file" and event.file.path == "People/Marta.md":
+                break
+        await page.goto(note_url(vault, "People/Marta.md"))
+        await expect(page.locator("article.note")).to_contain_text("in February, not January")
+        await expect(freshness).to_have_attribute("aria-label", re.compile(r"^Index: Up to date"))
+        await page.get_by_role("link", name=re.compile("^Index: ")).click()
+        await expect(page.get_by_test_id("watching")).to_contain_text("yes")
+        await expect(page.get_by_test_id("pending")).to_have_text("0")
+        stream.cancel()

@@ -4,6 +4,7 @@
 import { lazy, Suspense, useState } from "react";
 import { BrowserRouter, NavLink, Route, Routes } from "react-router";
 import { saveToken, savedToken } from "./api";
+import { IndexFreshness } from "./IndexFreshness";
 import { SearchPage } from "./pages/SearchPage";
 import { StatusPage } from "./pages/StatusPage";
 import { browseUrl, chatUrl, statusUrl } from "./routes";
@@ -85,6 +86,7 @@ export function App() {
           </NavLink>
         </nav>
         <span className="spacer" />
+        <IndexFreshness />
         <NavLink className="chat-button" to={chatUrl()} aria-label="Open chat" title="Ask your notes">
           <SpeechBubble />
         </NavLink>

@@ -64,6 +64,22 @@ export function StatusPage() {
             <th>Last sync</th>
             <td>{status.lastSync ? timestampDate(status.lastSync).toLocaleString() : "never"}</td>
           </tr>
+          <tr>
+            <th>Watching the vault</th>
+            <td data-testid="watching">
+              {status.watching
+                ? "yes: each change is indexed as it is saved"
+                : "no: changes are indexed at the next sync (secondbrain up watches by default)"}
+            </td>
+          </tr>
+          <tr>
+            <th>Changes waiting</th>
+            <td data-testid="pending">{status.pendingChanges}</td>
+          </tr>
+          <tr>
+            <th>Last change taken in</th>
+            <td>{status.lastChange ? timestampDate(status.lastChange).toLocaleString() : "none yet"}</td>
+          </tr>
         </tbody>
       </table>
       <h2>Files not indexed</h2>
