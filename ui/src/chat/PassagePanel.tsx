@@ -47,7 +47,7 @@ export function PassagePanel({
   }, [onClose]);
   const titleId = `passage-${passage.number}-title`;
   return (
-    <aside className="passage" role="dialog" aria-labelledby={titleId} ref={panel} tabIndex={-1}>
+    <section className="passage" role="dialog" aria-labelledby={titleId} ref={panel} tabIndex={-1}>
       <header>
         <h2 id={titleId}>
           <span className="visually-hidden">Passage </span>
@@ -79,6 +79,6 @@ export function PassagePanel({
       <div className={joinLines ? "passage-text md joined-lines" : "passage-text md"}>
         <Markdown text={passage.text} />
       </div>
-    </aside>
+    </section>
   );
 }

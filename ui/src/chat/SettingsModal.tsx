@@ -37,8 +37,8 @@ export function SettingsModal({
   const [saving, setSaving] = useState(false);
   // A press that began inside the form and ended outside it (selecting text in the prompt) is not a click outside.
   const pressedOutside = useRef(false);
-  const form = useRef<HTMLFormElement>(null);
-  useDialogFocus(form, { modal: true });
+  const dialog = useRef<HTMLDivElement>(null);
+  useDialogFocus(dialog, { modal: true });
   const available = options.providers.filter((p) => p.available);
   const provider = options.providers.find((p) => p.id === draft.provider);
   const models = provider?.models ?? [];
@@ -90,149 +90,150 @@ export function SettingsModal({
         pressedOutside.current = false;
       }}
     >
-      <form
-        ref={form}
+      <div
+        ref={dialog}
         className="modal"
         role="dialog"
         aria-modal="true"
         aria-labelledby="settings-title"
         tabIndex={-1}
-        onSubmit={save}
       >
-        <h2 id="settings-title">Chat settings</h2>
-        <label>
-          Provider
-          <select value={draft.provider} onChange={(e) => chooseProvider(e.target.value)} name="provider">
-            {available.map((p) => (
-              <option key={p.id} value={p.id}>
-                {p.displayName}
-              </option>
-            ))}
-          </select>
-        </label>
-        {options.providers.some((p) => !p.available) ? (
-          <p className="muted small">
-            Not available here:{" "}
-            {options.providers
-              .filter((p) => !p.available)
-              .map((p) => `${p.displayName} (${p.unavailableReason})`)
-              .join("; ")}
-          </p>
-        ) : null}
-        <label>
-          Model
-          <select value={draft.model} onChange={(e) => change({ model: e.target.value })} name="model">
-            {models.map((m) => (
-              <option key={m.id} value={m.id}>
-                {m.displayName || m.id}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Persona
-          <select value={draft.personaId} onChange={(e) => change({ personaId: e.target.value })} name="persona">
-            {options.personas.map((p) => (
-              <option key={p.id} value={p.id}>
-                {p.name}
-                {p.role ? ` (${p.role})` : ""}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          System prompt
-          <textarea
-            name="system-prompt"
-            rows={8}
-            value={resetPrompt ? (options.defaults?.systemPrompt ?? "") : draft.systemPrompt}
-            disabled={resetPrompt}
-            onChange={(e) => change({ systemPrompt: e.target.value })}
-          />
-        </label>
-        <label className="inline">
-          <input type="checkbox" checked={resetPrompt} onChange={(e) => setResetPrompt(e.target.checked)} />
-          Reset to the default prompt
-        </label>
-        <fieldset>
-          <legend>Mode</legend>
-          <label className="inline">
-            <input
-              type="radio"
-              name="mode"
-              value="rag"
-              checked={draft.mode !== "agent"}
-              onChange={() => change({ mode: "rag" })}
-            />
-            Answer from one search
-          </label>
-          <label className="inline">
-            <input
-              type="radio"
-              name="mode"
-              value="agent"
-              checked={draft.mode === "agent"}
-              onChange={() => change({ mode: "agent" })}
-            />
-            Let the model search and read notes (agent)
-          </label>
-        </fieldset>
-        <fieldset>
-          <legend>Retrieval</legend>
+        <form className="settings-form" onSubmit={save}>
+          <h2 id="settings-title">Chat settings</h2>
           <label>
-            Passages per answer
-            <input
-              type="number"
-              name="passages"
-              min={1}
-              max={50}
-              value={draft.passages}
-              onChange={(e) => change({ passages: Number(e.target.value) })}
-            />
+            Provider
+            <select value={draft.provider} onChange={(e) => chooseProvider(e.target.value)} name="provider">
+              {available.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.displayName}
+                </option>
+              ))}
+            </select>
           </label>
-          <label className="inline">
-            <input
-              type="checkbox"
-              name="alternates"
-              checked={draft.alternates}
-              onChange={(e) => change({ alternates: e.target.checked })}
-            />
-            Rephrase broad questions into alternates
-          </label>
-          <label className="inline">
-            <input
-              type="checkbox"
-              name="rerank"
-              checked={draft.rerank}
-              onChange={(e) => change({ rerank: e.target.checked })}
-            />
-            Rerank candidates
+          {options.providers.some((p) => !p.available) ? (
+            <p className="muted small">
+              Not available here:{" "}
+              {options.providers
+                .filter((p) => !p.available)
+                .map((p) => `${p.displayName} (${p.unavailableReason})`)
+                .join("; ")}
+            </p>
+          ) : null}
+          <label>
+            Model
+            <select value={draft.model} onChange={(e) => change({ model: e.target.value })} name="model">
+              {models.map((m) => (
+                <option key={m.id} value={m.id}>
+                  {m.displayName || m.id}
+                </option>
+              ))}
+            </select>
           </label>
           <label>
-            Reranker model
-            <input
-              type="text"
-              name="rerank-model"
-              value={draft.rerankModel}
-              disabled={!draft.rerank}
-              onChange={(e) => change({ rerankModel: e.target.value })}
+            Persona
+            <select value={draft.personaId} onChange={(e) => change({ personaId: e.target.value })} name="persona">
+              {options.personas.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name}
+                  {p.role ? ` (${p.role})` : ""}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            System prompt
+            <textarea
+              name="system-prompt"
+              rows={8}
+              value={resetPrompt ? (options.defaults?.systemPrompt ?? "") : draft.systemPrompt}
+              disabled={resetPrompt}
+              onChange={(e) => change({ systemPrompt: e.target.value })}
             />
           </label>
-        </fieldset>
-        {error ? (
-          <div className="error" role="alert">
-            {error}
+          <label className="inline">
+            <input type="checkbox" checked={resetPrompt} onChange={(e) => setResetPrompt(e.target.checked)} />
+            Reset to the default prompt
+          </label>
+          <fieldset>
+            <legend>Mode</legend>
+            <label className="inline">
+              <input
+                type="radio"
+                name="mode"
+                value="rag"
+                checked={draft.mode !== "agent"}
+                onChange={() => change({ mode: "rag" })}
+              />
+              Answer from one search
+            </label>
+            <label className="inline">
+              <input
+                type="radio"
+                name="mode"
+                value="agent"
+                checked={draft.mode === "agent"}
+                onChange={() => change({ mode: "agent" })}
+              />
+              Let the model search and read notes (agent)
+            </label>
+          </fieldset>
+          <fieldset>
+            <legend>Retrieval</legend>
+            <label>
+              Passages per answer
+              <input
+                type="number"
+                name="passages"
+                min={1}
+                max={50}
+                value={draft.passages}
+                onChange={(e) => change({ passages: Number(e.target.value) })}
+              />
+            </label>
+            <label className="inline">
+              <input
+                type="checkbox"
+                name="alternates"
+                checked={draft.alternates}
+                onChange={(e) => change({ alternates: e.target.checked })}
+              />
+              Rephrase broad questions into alternates
+            </label>
+            <label className="inline">
+              <input
+                type="checkbox"
+                name="rerank"
+                checked={draft.rerank}
+                onChange={(e) => change({ rerank: e.target.checked })}
+              />
+              Rerank candidates
+            </label>
+            <label>
+              Reranker model
+              <input
+                type="text"
+                name="rerank-model"
+                value={draft.rerankModel}
+                disabled={!draft.rerank}
+                onChange={(e) => change({ rerankModel: e.target.value })}
+              />
+            </label>
+          </fieldset>
+          {error ? (
+            <div className="error" role="alert">
+              {error}
+            </div>
+          ) : null}
+          <div className="actions">
+            <button type="button" onClick={onClose}>
+              Cancel
+            </button>
+            <button type="submit" className="primary" disabled={saving}>
+              {saving ? "Saving…" : "Save"}
+            </button>
           </div>
-        ) : null}
-        <div className="actions">
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" className="primary" disabled={saving}>
-            {saving ? "Saving…" : "Save"}
-          </button>
-        </div>
-      </form>
+        </form>
+      </div>
     </div>
   );
 }
