@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -42,7 +43,7 @@ from secondbrain.ingest import store
 from secondbrain.ingest.ignore_patterns import ignore_pattern
 from secondbrain.ingest.note_paths import MAX_PATH_BYTES, name_problem, note_path
 from secondbrain.service.limits import describe
-from secondbrain.vault_config import VAULT_CONFIG_FILE, load_vault_config
+from secondbrain.vault_config import load_vault_config
 from secondbrain.vault_files import HardLinked, OutsideVault, TooLarge, read_inside
 
 # What the reader shows, by extension: the media type the bytes must then be.
@@ -69,6 +70,9 @@ SERVED_TYPES = "PNG, JPEG, GIF, WebP, AVIF, BMP and PDF"
 # Links followed back to their notes to find whether one names the file: far more than any file has (a logo on
 # every page of a vault), and a bound on what one request can make the service read.
 MAX_LINKS_CHECKED = 2000
+# How long a listing of the vault is reused: a file added since is found this much later at most. (What is read is
+# read afresh and judged at the moment of reading, whatever the listing says.)
+LISTING_SECONDS = 2.0
 # Percent-decoding is repeated this often, so a target encoded twice (%252e%252e) is read for what it hides.
 _DECODE_ROUNDS = 3
 _DRIVE_RE = re.compile(r"^[A-Za-z]:")
@@ -115,6 +119,20 @@ class AttachmentReader:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        # The last listing of the vault, reused for LISTING_SECONDS: a note showing twenty images asks twenty times
+        # at once, and a vault of 20,000 files takes about 0.1 s to list (two cores).
+        self._listing: tuple[tuple[Path, tuple[str, ...]], float, Listing] | None = None
+        self._listing_lock = asyncio.Lock()
+
+    async def _list(self, vault: Path, ignore: list[str]) -> Listing:
+        key = (vault, tuple(ignore))
+        async with self._listing_lock:
+            cached = self._listing
+            if cached is not None and cached[0] == key and time.monotonic() - cached[1] < LISTING_SECONDS:
+                return cached[2]
+            listing = await asyncio.to_thread(list_vault_files, vault, ignore)
+            self._listing = (key, time.monotonic(), listing)
+            return listing
 
     async def read(self, vault: Path, target: str, from_path: str) -> Attachment:
         wanted = link_target(target)
@@ -122,7 +140,7 @@ class AttachmentReader:
         origin = _from_path(from_path)
         config = await asyncio.to_thread(load_vault_config, vault)
         ignore = [pattern for pattern in config.ingest.ignore if pattern.strip()]
-        listing = await asyncio.to_thread(list_vault_files, vault, ignore)
+        listing = await self._list(vault, ignore)
         path = listing.resolve(wanted, origin)
         if path is None:
             raise NotFound(f"the vault has no file {wanted!r} (looked for as a note at {origin or 'the top'} names it)")
@@ -219,7 +237,8 @@ def _endings(path: str) -> list[str]:
 def list_vault_files(root: Path, ignore: Sequence[str]) -> Listing:
     """The files of the vault with a type the reader serves, as the note walk would see them: dot-folders and
     dot-files, `ignore` patterns and names that are not UTF-8 left out, symlinked folders not entered (a file
-    symlink is listed, and judged when it is read). The walk never follows a link, so it cannot loop."""
+    symlink is listed, and judged when it is read). The walk never follows a link, so it cannot loop. (The
+    vault's secondbrain.json is of no type served, so it is never listed.)"""
     patterns = [ignore_pattern(pattern) for pattern in ignore]
     found: dict[str, str] = {}
     pending = [""]
@@ -231,15 +250,18 @@ def list_vault_files(root: Path, ignore: Sequence[str]) -> Listing:
         except OSError:
             continue
         for entry in listed:
-            relative = f"{folder}/{entry.name}" if folder else entry.name
-            if entry.name.startswith(".") or name_problem(relative):
+            if entry.name.startswith("."):
                 continue
             is_dir = entry.is_dir(follow_symlinks=False)
-            if any(pattern(relative, is_dir) for pattern in patterns):
+            # (Most of a vault is notes: a file of another type is passed over before anything else is asked.)
+            if not is_dir and PurePosixPath(entry.name).suffix.lower() not in MEDIA_TYPES:
+                continue
+            relative = f"{folder}/{entry.name}" if folder else entry.name
+            if name_problem(relative) or any(pattern(relative, is_dir) for pattern in patterns):
                 continue
             if is_dir:
                 pending.append(relative)
-            elif PurePosixPath(entry.name).suffix.lower() in MEDIA_TYPES and relative != VAULT_CONFIG_FILE:
+            else:
                 found.setdefault(note_path(relative), relative)
     return Listing(found)
 
