@@ -14,7 +14,7 @@ import asyncpg
 
 from secondbrain.date_sources import span_text
 from secondbrain.retrieve.filters import Filters
-from secondbrain.retrieve.store.statement import Params, fetch, link_resolves
+from secondbrain.retrieve.store.statement import Params, fetch, link_names, link_resolves
 
 # A `vault_files` row `f` with content to read (the module's docstring says which).
 READABLE = "(f.status <> 'failed' OR f.body <> '')"
@@ -213,14 +213,22 @@ async def note_links(connection: asyncpg.Connection, path: str) -> tuple[list[St
     file_id = await connection.fetchval(f"SELECT id FROM vault_files f WHERE path = $1 AND {READABLE}", path)
     if file_id is None:
         return None
+    # Each link's note by name (`link_names`, the names `link_resolves` matches), the first by path when several
+    # answer to it: one pass over the notes' names, joined by equality, rather than every link tested against every
+    # note (a 47-link note of a 10,000-note vault would be half a million tests).
     outgoing = await connection.fetch(
         f"""
-        SELECT l.target, l.heading, l.line, l.is_embed, named.path
-        FROM vault_links l
-        LEFT JOIN LATERAL (
-            SELECT f.path FROM vault_files f WHERE {link_resolves("f", "l")} AND {READABLE} ORDER BY f.path LIMIT 1
-        ) named ON true
-        WHERE l.file_id = $1
+        WITH links AS MATERIALIZED (
+            SELECT ordinal, target, heading, line, is_embed, lower(target) AS name FROM vault_links WHERE file_id = $1
+        ),
+        named AS (
+            SELECT f.path, name
+            FROM vault_files f CROSS JOIN LATERAL unnest({link_names("f")}) AS name
+            WHERE {READABLE} AND name IN (SELECT name FROM links)
+        )
+        SELECT l.target, l.heading, l.line, l.is_embed, min(n.path) AS path
+        FROM links l LEFT JOIN named n ON n.name = l.name
+        GROUP BY l.ordinal, l.target, l.heading, l.line, l.is_embed
         ORDER BY l.ordinal
         """,
         file_id,

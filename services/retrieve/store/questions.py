@@ -23,12 +23,16 @@ class SourceNote:
 
 
 async def index_mark(connection: asyncpg.Connection, deadline: float | None) -> tuple[object, ...]:
-    """What changes whenever a note is written, renamed or deleted: the last write and the notes' ids."""
-    statement = Params().statement(
-        "SELECT max(updated_at) AS written, count(*) AS notes, sum(id) AS ids FROM vault_files"
-    )
+    """What changes whenever a note is written, renamed, deleted or embedded, or the embedding model changes: the
+    last write, the notes' ids, how many are embedded, and the model's record."""
+    statement = Params().statement("""
+        SELECT max(updated_at) AS written, count(*) AS notes, sum(id) AS ids,
+               count(*) FILTER (WHERE status = 'indexed') AS embedded,
+               (SELECT updated_at FROM embedding_model) AS model
+        FROM vault_files
+        """)
     row = (await fetch(connection, statement, vector_scan=False, deadline=deadline))[0]
-    return (row["written"], row["notes"], row["ids"])
+    return (row["written"], row["notes"], row["ids"], row["embedded"], row["model"])
 
 
 async def recent_notes(connection: asyncpg.Connection, limit: int, deadline: float | None) -> list[SourceNote]:
