@@ -13,6 +13,7 @@ import grpc
 import pytest
 
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
+from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
 from tests.ingest.conftest import Ingest
 
 
@@ -213,6 +214,20 @@ async def test_an_oversized_file_is_resource_exhausted_naming_the_setting(ingest
     assert "over the 4 KiB limit" in error.details()
     assert "ingest.max_attachment_bytes" in error.details()
     assert (await attachment(ingest, "small.png")).path == "small.png"
+
+
+async def test_a_file_of_megabytes_is_served_whole(ingest: Ingest) -> None:
+    """Within the default limit but over gRPC's default 4 MiB a client receives: a client reading attachments needs
+    grpc.max_receive_message_length (the browser's grpc-web has no such limit)."""
+    image = png(padding=6 * 1024 * 1024)
+    put(ingest, "Scans/page.png", image)
+    ingest.vault.write("Home.md", "![[page.png]]\n")
+    await ingest.sync()
+    options = [("grpc.max_receive_message_length", 16 * 1024 * 1024)]
+    async with grpc.aio.insecure_channel(await ingest.address(), options=options) as channel:
+        stub = pb_grpc.IngestServiceStub(channel)
+        found = await stub.GetAttachment(pb.GetAttachmentRequest(target="page.png", from_path="Home.md"), timeout=30)
+    assert found.content == image and len(found.content) > 6 * 1024 * 1024
 
 
 async def test_a_symlink_out_of_the_vault_is_not_followed(ingest: Ingest, tmp_path: Path) -> None:
