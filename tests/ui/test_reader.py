@@ -205,6 +205,11 @@ async def test_a_note_that_is_not_indexed_is_said_plainly(vault: Gateway, page: 
     await page.goto(note_url(vault, "Nowhere/Missing.md"))
     await expect(page.get_by_role("alert")).to_contain_text("the index holds no note at 'Nowhere/Missing.md'")
     await expect(page.get_by_role("link", name="Browse your notes")).to_be_visible()
+    # The reader reads the index, never a file: a path out of the vault, or to a file beside the notes, is no note.
+    for hostile in ("..%2F..%2Fsecondbrain.json", "%2Fetc%2Fpasswd", "secondbrain.json", "Projects/kitchen-plan.png"):
+        await page.goto(f"{vault.envoy_url}/note/{hostile}")
+        await expect(page.get_by_role("alert")).to_contain_text("the index holds no note at")
+        assert "embedding" not in await page.locator("main").inner_text()
 
 
 async def test_folders_tags_and_dates_are_browsed_without_typing(vault: Gateway, page: Page) -> None:
@@ -261,7 +266,7 @@ async def test_search_filters_are_picked_from_the_vault_and_the_search_is_the_ur
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize("width", [1280, 390, 360])
 async def test_the_reader_and_browsing_at_desktop_and_phone_widths(
     vault: Gateway, browser: Browser, scheme: str, width: int
 ) -> None:
@@ -336,8 +341,8 @@ async def test_the_reader_follows_the_vault_while_ingest_watches_and_the_header_
     vault: Gateway, page: Page
 ) -> None:
     # Not watching: the header says when the index last took a change in, and that it is not watching.
-    freshness = page.locator("header a.freshness")
-    await expect(freshness).to_have_attribute("aria-label", re.compile(r"^Index: Synced .*not watching the vault$"))
+    freshness = page.get_by_role("navigation", name="Main").get_by_role("link", name=re.compile("^Index"))
+    await expect(freshness).to_have_accessible_name(re.compile(r"^Index\s*,\s*Synced .*not watching the vault$"))
     async with grpc.aio.insecure_channel(vault.ingest_address) as channel:
         stub = ingest_grpc.IngestServiceStub(channel)
         stream = stub.SyncVault(ingest.SyncVaultRequest(watch=True))
@@ -351,8 +356,8 @@ async def test_the_reader_follows_the_vault_while_ingest_watches_and_the_header_
                 break
         await page.goto(note_url(vault, "People/Marta.md"))
         await expect(page.locator("article.note")).to_contain_text("in February, not January")
-        await expect(freshness).to_have_attribute("aria-label", re.compile(r"^Index: Up to date"))
-        await page.get_by_role("link", name=re.compile("^Index: ")).click()
+        await expect(freshness).to_have_accessible_name(re.compile(r"^Index\s*,\s*Up to date"))
+        await freshness.click()
         await expect(page.get_by_test_id("watching")).to_contain_text("yes")
         await expect(page.get_by_test_id("pending")).to_have_text("0")
         stream.cancel()

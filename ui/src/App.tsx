@@ -4,10 +4,10 @@
 import { lazy, Suspense, useState } from "react";
 import { BrowserRouter, NavLink, Route, Routes } from "react-router";
 import { saveToken, savedToken } from "./api";
-import { IndexFreshness } from "./IndexFreshness";
+import { IndexLink } from "./IndexFreshness";
 import { SearchPage } from "./pages/SearchPage";
 import { StatusPage } from "./pages/StatusPage";
-import { browseUrl, chatUrl, statusUrl } from "./routes";
+import { browseUrl, chatUrl } from "./routes";
 
 const ChatPage = lazy(() => import("./chat/ChatPage").then((module) => ({ default: module.ChatPage })));
 const ReaderPage = lazy(() => import("./reader/ReaderPage").then((module) => ({ default: module.ReaderPage })));
@@ -81,12 +81,9 @@ export function App() {
           <NavLink to={browseUrl()} className={({ isActive }) => (isActive ? "current" : "")}>
             Browse
           </NavLink>
-          <NavLink to={statusUrl} className={({ isActive }) => (isActive ? "current" : "")}>
-            Index
-          </NavLink>
+          <IndexLink />
         </nav>
         <span className="spacer" />
-        <IndexFreshness />
         <NavLink className="chat-button" to={chatUrl()} aria-label="Open chat" title="Ask your notes">
           <SpeechBubble />
         </NavLink>

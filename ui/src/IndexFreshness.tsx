@@ -1,5 +1,5 @@
-// How fresh the index is, in the header: whether ingest is watching the vault, how many changes it has not taken in
-// yet, and when it last took one in. A link to the index page, which says more.
+// How fresh the index is, on the header's Index link: whether ingest is watching the vault, how many changes it has
+// not taken in yet, and when it last took one in. The index page says more.
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { useEffect, useState } from "react";
 import { NavLink } from "react-router";
@@ -36,7 +36,7 @@ export function freshness(status: GetIndexStatusResponse, now = new Date()): { s
   return { state: "idle", words: `Synced ${when}; not watching the vault` };
 }
 
-export function IndexFreshness() {
+function useFreshness(): { state: string; words: string } | undefined {
   const status = useIndexStatus(true);
   // Redrawn each minute, so "2 minutes ago" stays true between reads.
   const [now, setNow] = useState(() => new Date());
@@ -44,12 +44,25 @@ export function IndexFreshness() {
     const timer = setInterval(() => setNow(new Date()), 60_000);
     return () => clearInterval(timer);
   }, []);
-  if (!status) return null;
-  const { state, words } = freshness(status, now);
+  return status ? freshness(status, now) : undefined;
+}
+
+// The header's link to the index page, with a dot for how fresh it is (green: watching, amber: changes waiting,
+// grey: not watching), said in words to a screen reader, and shown in words beside it on a wide screen.
+export function IndexLink() {
+  const fresh = useFreshness();
   return (
-    <NavLink to={statusUrl} className={`freshness ${state}`} title={`The index: ${words}`} aria-label={`Index: ${words}`}>
-      <span className="dot" aria-hidden="true" />
-      <span className="words">{words}</span>
+    <NavLink to={statusUrl} className={({ isActive }) => `index-link${isActive ? " current" : ""}`}>
+      Index
+      {fresh ? (
+        <>
+          <span className={`dot ${fresh.state}`} aria-hidden="true" />
+          <span className="visually-hidden">, {fresh.words}</span>
+          <span className="freshness-words" aria-hidden="true">
+            {fresh.words}
+          </span>
+        </>
+      ) : null}
     </NavLink>
   );
 }
