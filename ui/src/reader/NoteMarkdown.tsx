@@ -63,7 +63,7 @@ function AttachmentView({ target, fromPath, alt }: { target: string; fromPath: s
   );
 }
 
-function NoteEmbed({ path, heading, depth }: { path: string; heading: string; depth: number }) {
+function NoteEmbed({ path, heading, depth, strict }: { path: string; heading: string; depth: number; strict: boolean }) {
   const [text, setText] = useState<string>();
   const [context, setContext] = useState<NoteContext>();
   const [error, setError] = useState("");
@@ -73,14 +73,14 @@ function NoteEmbed({ path, heading, depth }: { path: string; heading: string; de
       ([note, links]) => {
         if (!live) return;
         setText(section(note.text, heading));
-        setContext({ path: note.path, resolved: resolvedLinks(links.outgoing), strictLineBreaks: false });
+        setContext({ path: note.path, resolved: resolvedLinks(links.outgoing), strictLineBreaks: strict });
       },
       (e) => live && setError(describeError(e)),
     );
     return () => {
       live = false;
     };
-  }, [path, heading]);
+  }, [path, heading, strict]);
   const title = heading ? `${path.replace(/\.md$/i, "")} › ${heading}` : path.replace(/\.md$/i, "");
   return (
     <div className="note-embed" role="group" aria-label={`Embedded: ${title}`}>
@@ -89,7 +89,7 @@ function NoteEmbed({ path, heading, depth }: { path: string; heading: string; de
       </div>
       {error ? <p className="attachment-error">{error}</p> : null}
       {text !== undefined && context ? (
-        <div className="md">
+        <div className={`md${strict ? " joined-lines" : ""}`}>
           <NoteMarkdown text={text} firstLine={1} context={context} depth={depth} />
         </div>
       ) : null}
@@ -119,7 +119,7 @@ function Wikilink({ node, children, context, depth }: { node?: Element; children
   const path = context.resolved.get(target.toLowerCase());
   if (path && embed) {
     return depth < MAX_EMBED_DEPTH ? (
-      <NoteEmbed path={path} heading={heading} depth={depth + 1} />
+      <NoteEmbed path={path} heading={heading} depth={depth + 1} strict={context.strictLineBreaks} />
     ) : (
       <Link className="wikilink" to={noteUrl(path, { heading: heading || undefined })}>
         {children}
