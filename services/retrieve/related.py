@@ -126,6 +126,8 @@ def combined(
     spelled = {tag.lower(): tag for tag in note.tags}  # shared tags as the note asked about writes them
     notes: dict[str, RelatedNote] = {}
     for found in near:
+        if found.similarity < MIN_SIMILARITY:
+            continue  # a neighbour by chance: no relation, and no part of another relation's score
         related = notes.setdefault(found.path, RelatedNote(found.path, found.title))
         related.similarity = found.similarity
         related.heading_path = found.heading_path
@@ -142,28 +144,17 @@ def combined(
             + SHARED_TAGS_WEIGHT * min(link.tag_weight, 1.0)
             + SHARED_LINKS_WEIGHT * min(link.link_weight, 1.0)
         )
-    kept = [related for related in notes.values() if _related_enough(related)]
+    kept = list(notes.values())
     for related in kept:
         related.reason = reason(related)
     kept.sort(key=lambda related: (-related.score, related.path))
     return kept[:limit]
 
 
-def _related_enough(related: RelatedNote) -> bool:
-    """A note near in meaning only below MIN_SIMILARITY is a neighbour by chance, not a relation."""
-    return bool(
-        related.similarity >= MIN_SIMILARITY
-        or related.shared_tags
-        or related.shared_links
-        or related.linked_from_note
-        or related.links_to_note
-    )
-
-
 def reason(related: RelatedNote) -> str:
     """Why `related` is related, as a person reads it: "close in meaning (Soil); both tagged #garden; links here"."""
     parts: list[str] = []
-    if related.similarity >= MIN_SIMILARITY:
+    if related.similarity:
         closeness = "close in meaning" if related.similarity >= CLOSE_SIMILARITY else "somewhat close in meaning"
         section = related.heading_path[-1] if related.heading_path else ""
         parts.append(f"{closeness} ({section})" if section and section != related.title else closeness)
