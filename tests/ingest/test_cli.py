@@ -134,3 +134,32 @@ async def test_watch_keeps_the_index_in_step(vault: Vault, cli_env: dict[str, st
     finally:
         process.send_signal(signal.SIGINT)
         assert await asyncio.wait_for(process.wait(), 30) == 0, "Ctrl-C ends the watch cleanly"
+
+
+async def test_watch_at_a_terminal_says_a_line_per_change(vault: Vault, cli_env: dict[str, str]) -> None:
+    vault.write("Architecture.md", ARCHITECTURE_NOTE)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "secondbrain", "ingest", str(vault.root), "--watch", env=cli_env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stderr is not None
+    said: list[str] = []
+
+    async def until(text: str) -> None:
+        while line := await asyncio.wait_for(process.stderr.readline(), 60):
+            said.append(line.decode())
+            if text in said[-1]:
+                return
+        raise AssertionError(f"no {text!r} in:\n{''.join(said)}")
+
+    try:
+        await until("Watching")
+        assert any("Synced 1 files" in line for line in said), said
+        vault.write("Inbox/New.md", "# New\n\nWritten while watching.\n")
+        await until("added Inbox/New.md")
+        (vault.root / "Architecture.md").unlink()
+        await until("deleted Architecture.md")
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(process.wait(), 30) == 0, "Ctrl-C ends the watch cleanly"
+    assert "Traceback" not in "".join(said)
