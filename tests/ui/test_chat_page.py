@@ -37,6 +37,9 @@ async def test_the_address_is_the_conversation_across_reloads_back_and_forward(g
     await expect(page).to_have_url(CONVERSATION_URL)
     await expect(page.get_by_role("button", name="Stop")).to_be_visible()
     first = page.url
+    # It is in the list already, by its question, while the answer is still being written.
+    await expect(page.locator("nav.conversations li.active")).to_contain_text(QUESTION)
+    await expect(page.get_by_role("button", name="Stop")).to_be_visible()
     answer = page.get_by_test_id("answer").last
     await expect(answer).to_contain_text("the tomatoes", timeout=15_000)
     await expect(page.get_by_role("button", name="Send")).to_be_visible()

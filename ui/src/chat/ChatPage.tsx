@@ -109,6 +109,8 @@ export function ChatPage({ onUnauthenticated }: { onUnauthenticated: () => void 
         navigate(chatUrl(created.id), { replace: true });
         return created.id;
       },
+      // A new conversation is in the list as soon as its question is stored.
+      onStored: startedIn ? undefined : () => void list.refresh(),
       filters: scope ? async () => ({ notes: await notesInScope(scope) }) : undefined,
     });
     const shownError = ended.error && !isStoppedMessage(ended.error) ? ended.error : undefined;

@@ -32,6 +32,8 @@ export interface TurnRequest {
   conversationId: () => Promise<string>;
   // "rag" or "agent" for this turn; "" takes the settings' mode.
   mode: string;
+  // The question is stored (its sources have come): the conversation list can show it.
+  onStored?: () => void;
   // The turn's RetrievalFilters: the notes of an "Ask about this note" conversation.
   filters?: () => Promise<{ notes: string[] } | undefined>;
 }
@@ -110,6 +112,7 @@ export function useTurn(onUnauthenticated: () => void) {
         { conversationId, content: request.question, mode: request.mode, now: localNow(), filters },
         { signal: controller.signal },
       )) {
+        if (response.event.case === "sources") request.onStored?.();
         turn = applied(turn, response.event);
         setLive(turn);
       }
