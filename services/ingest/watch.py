@@ -163,7 +163,12 @@ class VaultWatcher:
                 async for event in self.ingestor.sync(self.vault, replace_vault=self.replace_vault):
                     if not isinstance(event, FileDone):
                         continue
+                    changed = event.path in self.taken
                     self.taken.discard(event.path)  # indexed (or failed): no longer pending
+                    # Every sync reports again each file it cannot index (a note too large, a symlink out of the
+                    # vault): only one that changed now is news.
+                    if event.outcome is Outcome.FAILED and not changed:
+                        continue
                     if event.outcome is not Outcome.UNCHANGED:
                         self._report(event)
             except SyncBusy:

@@ -133,3 +133,22 @@ async def test_watching_another_folder_than_the_services_is_invalid(ingest: Inge
         [event async for event in ingest.stub.SyncVault(request, timeout=10)]
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert not (await status(ingest)).watching
+
+
+async def test_a_file_that_could_not_be_indexed_before_is_not_said_again_at_each_change(
+    ingest: Ingest, tmp_path
+) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Outside\n")
+    (ingest.vault.root / "Escape.md").symlink_to(outside)
+    ingest.vault.write("Architecture.md", ARCHITECTURE_NOTE)
+    following = Follower(ingest)
+    try:
+        first = await following.until_done()
+        assert any(e.file.path == "Escape.md" and e.file.outcome == pb.FILE_OUTCOME_FAILED for e in first)
+        ingest.vault.write("Ideas.md", "# Ideas\n")
+        assert await following.change() == ("Ideas.md", pb.FILE_OUTCOME_ADDED)
+        ingest.vault.write("Ideas.md", "# Ideas\n\nMore of them.\n")
+        assert await following.change() == ("Ideas.md", pb.FILE_OUTCOME_UPDATED), "not Escape.md's old failure"
+    finally:
+        following.call.cancel()
