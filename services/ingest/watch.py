@@ -185,11 +185,12 @@ class VaultWatcher:
                 self.taken = set()
 
     def _report(self, event: FileDone) -> None:
+        # At INFO, a failure too: the followers say each change to a person (`up` at a terminal, where the servers
+        # log their warnings only); the log line is for a log collector.
         if event.outcome is not Outcome.FAILED:
             self.last_change = datetime.now(UTC)
-            log.info(f"{event.outcome.value} {event.path}", extra={"path": event.path, "outcome": event.outcome.value})
-        else:
-            log.warning(f"failed {event.path}", extra={"path": event.path, "error": event.error})
+        extra = {"path": event.path, "outcome": event.outcome.value, **({"error": event.error} if event.error else {})}
+        log.info(f"watched change: {event.outcome.value} {event.path}", extra=extra)
         for follower in self.followers:
             with contextlib.suppress(asyncio.QueueFull):
                 follower.put_nowait(event)
