@@ -158,6 +158,12 @@ async def test_up_indexes_the_vault_and_answers_a_question_through_the_gateway_w
     assert await asyncio.wait_for(process.wait(), 60) == 0
 
 
+async def _said(stream: asyncio.StreamReader, line: str, seen: list[str]) -> None:
+    """Read until `up` says `line` itself (not a server's log line mentioning it)."""
+    while not seen or not seen[-1].startswith(line):
+        await _read_until(stream, line, seen)
+
+
 async def _search(retrieve: str, words: str) -> list[str]:
     """The paths of the notes a keyword search for `words` finds, through the running retrieve service."""
     request = retrieve_pb.SearchRequest(query=words, mode=retrieve_pb.SEARCH_MODE_KEYWORD, limit=10)
@@ -186,22 +192,22 @@ async def test_up_watches_the_vault_an_edit_a_new_note_and_a_deletion_each_picke
 
     journal = vault / "Journal" / "2026-01-03.md"
     journal.write_text(journal.read_text(encoding="utf-8") + "\nThe quincunx hedge needs trimming.\n", encoding="utf-8")
-    await _read_until(process.stderr, "updated Journal/2026-01-03.md", seen)
+    await _said(process.stderr, "updated Journal/2026-01-03.md", seen)
     assert await _search(retrieve, "quincunx") == ["Journal/2026-01-03.md"]
 
     (vault / "Ideas").mkdir()
     (vault / "Ideas" / "Greenhouse.md").write_text("# Greenhouse\n\nA zymurgy corner for cider.\n", encoding="utf-8")
-    await _read_until(process.stderr, "added Ideas/Greenhouse.md", seen)
+    await _said(process.stderr, "added Ideas/Greenhouse.md", seen)
     assert await _search(retrieve, "zymurgy") == ["Ideas/Greenhouse.md"]
 
     lisbon = "Projects/Lisbon Trip.md"
     assert lisbon in await _search(retrieve, "Lisbon")
     (vault / lisbon).unlink()
-    await _read_until(process.stderr, f"deleted {lisbon}", seen)
+    await _said(process.stderr, f"deleted {lisbon}", seen)
     assert lisbon not in await _search(retrieve, "Lisbon")
 
     (vault / "Broken.md").write_bytes(b"half a note\x00")
-    await _read_until(process.stderr, "failed Broken.md", seen)
+    await _said(process.stderr, "failed Broken.md", seen)
     assert "NUL byte" in seen[-1], "a failure comes with its reason"
     assert (await _index_status(ingest)).pending_changes == 0
     changes = [line.strip() for line in seen if re.match(r"(added|updated|deleted|failed) ", line)]
