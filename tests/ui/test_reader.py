@@ -286,6 +286,20 @@ async def test_the_reader_and_browsing_at_desktop_and_phone_widths(
         overflow = await page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 0, f"browsing is {overflow} px wider than a {width} px screen"
         await shoot(page, f"browse-{width}-{scheme}")
+        # Search: on a phone the filters fold behind a button, open when the search has one.
+        await page.goto(f"{vault.envoy_url}/?q=worktop&folder=Projects")
+        await expect(page.get_by_test_id("hit")).to_have_count(1)
+        await expect(page.get_by_role("button", name="Remove the folder filter Projects")).to_be_visible()
+        toggle = page.get_by_role("button", name="Filters (1)")
+        if width < 700:
+            await expect(toggle).to_have_attribute("aria-expanded", "true")
+            await toggle.click()
+            await expect(page.get_by_label("Folders")).to_be_hidden()
+        else:
+            await expect(toggle).to_be_hidden()
+        overflow = await page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, f"search is {overflow} px wider than a {width} px screen"
+        await shoot(page, f"search-{width}-{scheme}")
     finally:
         await context.close()
     assert not errors, errors

@@ -94,6 +94,10 @@ export function SearchPage() {
   const [error, setError] = useState("");
   const [searching, setSearching] = useState(false);
   const key = params.toString();
+  // On a phone the mode and filters fold behind a button (open when the search has filters); on a wide screen
+  // they are always shown.
+  const activeFilters = folders.length + tags.length + (since ? 1 : 0) + (until ? 1 : 0);
+  const [optionsOpen, setOptionsOpen] = useState(activeFilters > 0);
   // Bumped to run the same search again (the index may have changed since).
   const [again, setAgain] = useState(0);
 
@@ -164,36 +168,47 @@ export function SearchPage() {
           value={query}
           onChange={(e) => setQuery(e.target.value)}
         />
-        <select aria-label="Search mode" value={mode} onChange={(e) => setMode(Number(e.target.value))}>
-          {MODES.map(([value, name]) => (
-            <option key={value} value={value}>
-              {name}
-            </option>
-          ))}
-        </select>
-        <FilterPicker
-          label="Folders"
-          placeholder="Any folder"
-          options={facets?.folders ?? []}
-          selected={folders}
-          onChange={setFolders}
-        />
-        <FilterPicker
-          label="Tags"
-          placeholder="Any tag"
-          prefix="#"
-          options={facets?.tags ?? []}
-          selected={tags}
-          onChange={setTags}
-        />
-        <label className="date-field">
-          From
-          <input aria-label="Dated from" type="date" value={since} max={until || undefined} onChange={(e) => setSince(e.target.value)} />
-        </label>
-        <label className="date-field">
-          to
-          <input aria-label="Dated to" type="date" value={until} min={since || undefined} onChange={(e) => setUntil(e.target.value)} />
-        </label>
+        <button
+          type="button"
+          className="options-toggle"
+          aria-expanded={optionsOpen}
+          aria-controls="search-options"
+          onClick={() => setOptionsOpen(!optionsOpen)}
+        >
+          Filters{activeFilters ? ` (${activeFilters})` : ""}
+        </button>
+        <div id="search-options" className={`search-options${optionsOpen ? " open" : ""}`}>
+          <select aria-label="Search mode" value={mode} onChange={(e) => setMode(Number(e.target.value))}>
+            {MODES.map(([value, name]) => (
+              <option key={value} value={value}>
+                {name}
+              </option>
+            ))}
+          </select>
+          <FilterPicker
+            label="Folders"
+            placeholder="Any folder"
+            options={facets?.folders ?? []}
+            selected={folders}
+            onChange={setFolders}
+          />
+          <FilterPicker
+            label="Tags"
+            placeholder="Any tag"
+            prefix="#"
+            options={facets?.tags ?? []}
+            selected={tags}
+            onChange={setTags}
+          />
+          <label className="date-field">
+            From
+            <input aria-label="Dated from" type="date" value={since} max={until || undefined} onChange={(e) => setSince(e.target.value)} />
+          </label>
+          <label className="date-field">
+            to
+            <input aria-label="Dated to" type="date" value={until} min={since || undefined} onChange={(e) => setUntil(e.target.value)} />
+          </label>
+        </div>
         <button type="submit" className="primary" disabled={searching}>
           Search
         </button>
