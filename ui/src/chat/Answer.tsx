@@ -7,6 +7,7 @@ import { Markdown, citedNumbers } from "../Markdown";
 import { AgentSteps, type AgentView, plural } from "./AgentSteps";
 import { Cite, ReaderLink, whereIn } from "./Cite";
 import { RetrievalDetails } from "./RetrievalDetails";
+import "./answer.css";
 
 // The service's words for an answer the person stopped (services/chat/turn.py): not an error, so not shown as one.
 export function isStoppedMessage(error: string | undefined): boolean {

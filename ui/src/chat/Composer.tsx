@@ -4,6 +4,7 @@ import { useState } from "react";
 import { Link } from "react-router";
 import { noteUrl } from "../routes";
 import { noteName } from "./scope";
+import "./composer.css";
 
 export interface Scope {
   path: string;

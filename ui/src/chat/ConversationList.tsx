@@ -4,6 +4,7 @@ import { type RefObject } from "react";
 import type { Conversation } from "../gen/secondbrain/chat/v1/chat_service_pb";
 import { type ConversationActions, ConversationItem } from "./ConversationItem";
 import { byDay } from "./when";
+import "./conversations.css";
 
 function plural(count: number): string {
   return count === 1 ? "1 conversation mentions" : `${count} conversations mention`;

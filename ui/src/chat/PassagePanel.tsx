@@ -8,6 +8,7 @@ import { DateChip } from "../DateChip";
 import { Markdown } from "../Markdown";
 import { OPENS_PASSAGE, ReaderLink } from "./Cite";
 import { useDialogFocus } from "./focus";
+import "./passage.css";
 
 // The note in Obsidian: obsidian://open takes the vault's name (its folder's name) and the note's path without .md.
 export function obsidianUrl(vaultName: string, notePath: string): string {
