@@ -14,6 +14,11 @@ from secondbrain.retrieve.store.statement import Params, fetch, link_names
 # The dimensions with an HNSW index (migration 0001); another is compared by an exact scan, so fewer passages ask.
 INDEXED_DIMENSIONS = frozenset({384, 768, 1024, 1536})
 UNINDEXED_SOURCES = 4
+# Each sampled passage's HNSW scan keeps this many candidates (`hnsw.ef_search`; 100 for a question's search). Twice
+# the neighbours it returns: related notes need the near ones, not the exact top 20 a question's ranking does, and 16
+# scans a call make it the cost that counts. At 100,000 random 384-d vectors (an HNSW graph's worst case) on 2 loaded
+# cores the statement's p50 went from 80 ms at 100 to 63 ms at 40 (bench/reader.py, docs/benchmarks.md).
+EF_SEARCH = 40
 # Notes related only by a shared tag or a shared link are at most this many (a tag such as #daily is on thousands of
 # notes): the most telling first, by the weights below.
 MAX_TAG_OR_LINK_NOTES = 200
@@ -153,7 +158,7 @@ async def nearest_notes(
             readable=READABLE,
         )
     )
-    rows = await fetch(connection, statement, vector_scan=True, deadline=deadline)
+    rows = await fetch(connection, statement, vector_scan=True, deadline=deadline, ef_search=EF_SEARCH)
     return [
         NearNote(
             r["path"], r["title"], float(r["similarity"]), list(r["heading_path"]), r["start_line"], r["end_line"],

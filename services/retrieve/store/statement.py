@@ -118,7 +118,12 @@ def seconds_left(deadline: float) -> float:
 
 
 async def fetch(
-    connection: asyncpg.Connection, statement: Statement, *, vector_scan: bool, deadline: float | None = None
+    connection: asyncpg.Connection,
+    statement: Statement,
+    *,
+    vector_scan: bool,
+    deadline: float | None = None,
+    ef_search: int = HNSW_EF_SEARCH,
 ) -> list[asyncpg.Record]:
     """The rows of `statement`, which must finish by `deadline` (a `time.monotonic()` instant; None: no limit).
 
@@ -126,6 +131,7 @@ async def fetch(
     (a client cancel or deadline). A statement with a vector arm (`vector_scan`) runs in a transaction of its own
     for `SET LOCAL` of the HNSW settings, which scopes them to it: other users of the pooled connection keep the
     defaults. It also gets a `statement_timeout` there, so the server stops it even if a cancel request is lost.
+    `ef_search` is the scan's candidate list (HNSW_EF_SEARCH, the recall setting, unless a statement needs less).
     """
 
     def timeout() -> float | None:
@@ -134,7 +140,7 @@ async def fetch(
     if not vector_scan:
         return await connection.fetch(statement.sql, *statement.params, timeout=timeout())
     async with connection.transaction(readonly=True):
-        settings = f"SET LOCAL hnsw.ef_search = {HNSW_EF_SEARCH}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+        settings = f"SET LOCAL hnsw.ef_search = {int(ef_search)}; SET LOCAL hnsw.iterative_scan = relaxed_order"
         if deadline is not None:
             settings += f"; SET LOCAL statement_timeout = {int(seconds_left(deadline) * 1000) + 1}"
         await connection.execute(settings, timeout=timeout())
