@@ -375,3 +375,27 @@ async def test_the_reader_follows_the_vault_while_ingest_watches_and_the_header_
         await expect(page.get_by_test_id("watching")).to_contain_text("yes")
         await expect(page.get_by_test_id("pending")).to_have_text("0")
         stream.cancel()
+
+
+async def test_the_reader_by_keyboard_alone(vault: Gateway, page: Page) -> None:
+    # The first Tab is the skip link, shown while focused; it takes focus past the header.
+    skip = page.get_by_role("link", name="Skip to content")
+    await expect(page.get_by_label("Search", exact=True)).to_be_visible()  # the app is drawn
+    await page.keyboard.press("Tab")
+    await expect(skip).to_be_focused()
+    await expect(skip).to_be_in_viewport()
+    await page.keyboard.press("Enter")
+    await expect(page.locator("main")).to_be_focused()
+    # A note opened puts focus on its title, and its links are reached and followed with the keyboard.
+    await page.goto(note_url(vault, "Projects/Kitchen Renovation.md"))
+    await expect(page.locator("#note-title")).to_be_focused()
+    costa = page.locator("article.note a.wikilink", has_text="Costa")
+    for _ in range(40):
+        await page.keyboard.press("Tab")
+        if await costa.evaluate("(link) => link === document.activeElement"):
+            break
+    await expect(costa).to_be_focused()
+    await page.keyboard.press("Enter")
+    await expect(page).to_have_url(re.compile(r"/note/Suppliers\.md#Stone$"))
+    await expect(page.locator("#note-title")).to_be_focused()
+    await expect(page.locator("#note-title")).to_have_text("Suppliers")

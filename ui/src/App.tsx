@@ -70,6 +70,9 @@ export function App() {
 
   return (
     <BrowserRouter>
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
       <header className="app-header">
         <NavLink className="brand" to="/">
           secondbrain
@@ -88,7 +91,7 @@ export function App() {
           <SpeechBubble />
         </NavLink>
       </header>
-      <main key={generation}>
+      <main key={generation} id="main" tabIndex={-1}>
         <Suspense fallback={<p className="loading">Loading…</p>}>
           <Routes>
             <Route path="/" element={<SearchPage />} />

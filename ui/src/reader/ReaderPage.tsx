@@ -100,6 +100,11 @@ export function ReaderPage({ onUnauthenticated }: { onUnauthenticated: () => voi
     };
   }, [path, onUnauthenticated]);
 
+  // A note opened is a page opened: focus goes to its title (a screen reader reads it), as a page load would put it.
+  useEffect(() => {
+    if (loaded) document.getElementById("note-title")?.focus({ preventScroll: true });
+  }, [loaded?.note.path]);
+
   // Once the note is shown: to the cited lines, else the heading, else the top.
   useLayoutEffect(() => {
     if (!loaded || !article.current) return;
@@ -145,7 +150,9 @@ export function ReaderPage({ onUnauthenticated }: { onUnauthenticated: () => voi
       <article className="page reader-page note" ref={article} aria-labelledby="note-title">
         <header className="note-header">
           <Breadcrumbs path={note.path} />
-          <h1 id="note-title">{note.title}</h1>
+          <h1 id="note-title" tabIndex={-1}>
+            {note.title}
+          </h1>
           <div className="note-meta">
             <DateChip date={note.date} source={note.dateSource} shownIn={[note.path, note.title]} />
             {note.tags.map((tag) => (
