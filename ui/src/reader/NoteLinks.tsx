@@ -4,6 +4,31 @@ import { Link } from "react-router";
 import type { NoteLink } from "../gen/secondbrain/retrieve/v1/retrieve_service_pb";
 import { noteUrl } from "../routes";
 
+// One section beside the note: a heading (with a count) and what it lists, or a line saying there is nothing.
+export function SideSection({
+  id,
+  title,
+  count,
+  empty,
+  children,
+}: {
+  id: string;
+  title: string;
+  count?: number;
+  // Said instead of the list when count is 0.
+  empty?: string;
+  children?: React.ReactNode;
+}) {
+  return (
+    <section className="side-section" aria-labelledby={id}>
+      <h2 id={id}>
+        {title} {count === undefined ? null : <span className="count">{count}</span>}
+      </h2>
+      {count === 0 && empty ? <p className="muted small">{empty}</p> : children}
+    </section>
+  );
+}
+
 export function noteName(path: string): string {
   return (path.split("/").pop() ?? path).replace(/\.md$/i, "");
 }
@@ -17,28 +42,21 @@ export function OutgoingLinks({ links }: { links: readonly NoteLink[] }) {
     return true;
   });
   return (
-    <section className="side-section" aria-labelledby="outgoing-title">
-      <h2 id="outgoing-title">
-        Links <span className="count">{unique.length}</span>
-      </h2>
-      {unique.length ? (
-        <ul className="link-list">
-          {unique.map((link) => (
-            <li key={link.path || link.target}>
-              {link.path ? (
-                <Link to={noteUrl(link.path)}>{noteName(link.path)}</Link>
-              ) : (
-                <span className="unresolved" title="No note of this name is in the index">
-                  {link.target} <span className="muted small">(not in the index)</span>
-                </span>
-              )}
-            </li>
-          ))}
-        </ul>
-      ) : (
-        <p className="muted small">This note links to no other note.</p>
-      )}
-    </section>
+    <SideSection id="outgoing-title" title="Links" count={unique.length} empty="This note links to no other note.">
+      <ul className="link-list">
+        {unique.map((link) => (
+          <li key={link.path || link.target}>
+            {link.path ? (
+              <Link to={noteUrl(link.path)}>{noteName(link.path)}</Link>
+            ) : (
+              <span className="unresolved" title="No note of this name is in the index">
+                {link.target} <span className="muted small">(not in the index)</span>
+              </span>
+            )}
+          </li>
+        ))}
+      </ul>
+    </SideSection>
   );
 }
 
@@ -46,25 +64,18 @@ export function Backlinks({ links }: { links: readonly NoteLink[] }) {
   const byNote = new Map<string, NoteLink[]>();
   for (const link of links) byNote.set(link.path, [...(byNote.get(link.path) ?? []), link]);
   return (
-    <section className="side-section" aria-labelledby="backlinks-title">
-      <h2 id="backlinks-title">
-        Backlinks <span className="count">{byNote.size}</span>
-      </h2>
-      {byNote.size ? (
-        <ul className="link-list">
-          {[...byNote].map(([path, from]) => (
-            <li key={path}>
-              <Link to={noteUrl(path, { lines: [from[0].line, from[0].line] })}>{noteName(path)}</Link>
-              <span className="muted small">
-                {" "}
-                {from.length === 1 ? `line ${from[0].line}` : `${from.length} links`}
-              </span>
-            </li>
-          ))}
-        </ul>
-      ) : (
-        <p className="muted small">No note links here.</p>
-      )}
-    </section>
+    <SideSection id="backlinks-title" title="Backlinks" count={byNote.size} empty="No note links here.">
+      <ul className="link-list">
+        {[...byNote].map(([path, from]) => (
+          <li key={path}>
+            <Link to={noteUrl(path, { lines: [from[0].line, from[0].line] })}>{noteName(path)}</Link>
+            <span className="muted small">
+              {" "}
+              {from.length === 1 ? `line ${from[0].line}` : `${from.length} links`}
+            </span>
+          </li>
+        ))}
+      </ul>
+    </SideSection>
   );
 }

@@ -6,6 +6,7 @@ import { Link } from "react-router";
 import { describeError, retrieve } from "../api";
 import type { GetRelatedNotesResponse } from "../gen/secondbrain/retrieve/v1/retrieve_service_pb";
 import { noteUrl } from "../routes";
+import { SideSection } from "./NoteLinks";
 
 export function RelatedNotes({ path }: { path: string }) {
   const [related, setRelated] = useState<GetRelatedNotesResponse>();
@@ -29,8 +30,7 @@ export function RelatedNotes({ path }: { path: string }) {
   }, [path]);
   if (unavailable) return null;
   return (
-    <section className="side-section" aria-labelledby="related-title" aria-busy={!related && !error}>
-      <h2 id="related-title">Related notes</h2>
+    <SideSection id="related-title" title="Related notes">
       {error ? <p className="error small">{error}</p> : null}
       {related?.meaningSkippedReason ? <p className="muted small">{related.meaningSkippedReason}</p> : null}
       {related ? (
@@ -54,6 +54,6 @@ export function RelatedNotes({ path }: { path: string }) {
       ) : error ? null : (
         <p className="muted small">Finding related notes…</p>
       )}
-    </section>
+    </SideSection>
   );
 }
