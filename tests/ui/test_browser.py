@@ -64,7 +64,7 @@ async def test_ask_cite_change_persona_and_find_the_conversation_after_a_reload(
     await expect(passage.get_by_role("link", name="Open in Obsidian")).to_have_attribute(
         "href", "obsidian://open?vault=vault&file=Projects%2FGarden"
     )
-    await page.screenshot(path=SCREENSHOTS / "chat-panel.png")
+    await page.screenshot(path=SCREENSHOTS / "chat-page.png")
     await passage.get_by_role("button", name="Close passage").click()
 
     # Settings: choose the gardener persona; the next conversation uses it.
@@ -372,8 +372,10 @@ async def test_search_by_dates_and_each_note_shows_its_day(gateway: Gateway, pag
     await page.get_by_label("Dated from").fill("")
     await page.get_by_role("button", name="Search").click()
     await expect(hits).to_have_count(3)
-    # On a 390 px screen the day fields fit beside the search, nothing wider than the screen.
+    # On a 390 px screen the filters fold under a button; open, the day fields fit, nothing wider than the screen.
     await page.set_viewport_size({"width": 390, "height": 844})
+    await expect(page.get_by_label("Dated from")).not_to_be_in_viewport()
+    await page.get_by_role("button", name="Filters").click()
     for label in ("Dated from", "Dated to"):
         await expect(page.get_by_label(label)).to_be_in_viewport()
     assert await page.evaluate("document.documentElement.scrollWidth") <= 390

@@ -3,7 +3,7 @@
 import { useState } from "react";
 import { Link } from "react-router";
 import { noteUrl } from "../routes";
-import { noteName } from "./scope";
+import { MOST_NOTES, noteName } from "./scope";
 import "./composer.css";
 
 export interface Scope {
@@ -17,7 +17,9 @@ function ScopeChip({ scope, onRemove }: { scope: Scope; onRemove: () => void }) 
   const reads =
     scope.linked === undefined
       ? `Answers read only ${name} and the notes it links to`
-      : `Answers read only ${name} and the ${scope.linked} note${scope.linked === 1 ? "" : "s"} it links to`;
+      : scope.linked >= MOST_NOTES - 1
+        ? `Answers read only ${name} and the first ${scope.linked} notes it links to`
+        : `Answers read only ${name} and the ${scope.linked} note${scope.linked === 1 ? "" : "s"} it links to`;
   return (
     <div className="scope-chip" data-testid="scope">
       <Link to={noteUrl(scope.path)} title={reads}>

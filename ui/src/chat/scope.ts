@@ -3,6 +3,10 @@
 // so a link added to the note since is followed too.
 import { retrieve } from "../api";
 
+// The most notes a filter may name (the retrieve service's MAX_NOTE_FILTERS): a note linking to more (an index
+// note, say) is asked about with the first links it makes.
+export const MOST_NOTES = 200;
+
 // "Home/Kitchen Renovation.md" -> "Kitchen Renovation".
 export function noteName(path: string): string {
   return (path.split("/").pop() ?? path).replace(/\.md$/i, "");
@@ -11,5 +15,6 @@ export function noteName(path: string): string {
 export async function notesInScope(path: string): Promise<string[]> {
   const links = await retrieve.getNoteLinks({ path });
   // A link naming no indexed note has no path, and a note may link to another several times.
-  return [...new Set([links.path || path, ...links.outgoing.map((link) => link.path).filter(Boolean)])];
+  const notes = [...new Set([links.path || path, ...links.outgoing.map((link) => link.path).filter(Boolean)])];
+  return notes.slice(0, MOST_NOTES);
 }
