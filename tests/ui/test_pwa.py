@@ -245,17 +245,24 @@ async def test_screenshots_of_the_offline_notice_at_phone_and_desktop_width_ligh
             await context.close()
 
 
-async def test_when_the_gateway_does_not_answer_the_app_opens_from_its_shell_and_says_so(phone: Phone) -> None:
+async def test_when_the_server_does_not_answer_the_app_opens_from_its_shell_and_says_so(phone: Phone) -> None:
     context = await phone.context(PHONE)
     page = await context.new_page()
     await page.goto(phone.https_url)
     await _controlled(page)
-    # The server goes away; the network stays.
+    notice = page.get_by_role("alert").filter(has_text=OFFLINE)
+    away = f"The server at {PHONE_NAME}:{phone.https.port} does not answer"
+    # The network stays; first what is behind Envoy goes away (Envoy answers 503), then Envoy itself.
+    shim, phone.gateway.shim = phone.gateway.shim, None
+    assert shim is not None
+    await shim.stop()
+    opened = await page.reload()
+    assert opened is not None and opened.from_service_worker
+    await expect(notice).to_contain_text(away)
     await phone.https.stop()
     opened = await page.reload()
     assert opened is not None and opened.from_service_worker
-    notice = page.get_by_role("alert").filter(has_text=OFFLINE)
-    await expect(notice).to_contain_text(f"The server at {PHONE_NAME}:{phone.https.port} does not answer")
+    await expect(notice).to_contain_text(away)
     await expect(notice.get_by_role("button", name="Try again")).to_be_enabled()
     await context.close()
 

@@ -17,13 +17,14 @@ const NAVIGATION_TIMEOUT_MS = 6000;
 // What is the server's to answer, always from the network.
 const NEVER_CACHED = [/^\/secondbrain\./, /^\/grpc\./, /^\/api\//, /^\/mcp(\/|$)/, /^\/v1\//, /^\/healthz$/, /^\/metrics$/];
 
+// A new build's worker waits until no page of the old build is open (no skipWaiting): an old page still asks for
+// the old build's lazily loaded scripts, which only the old worker's cache still has.
 self.addEventListener("install", (event) => {
   event.waitUntil(
     caches
       .open(CACHE)
       // Each file fresh from the server, not from the browser's HTTP cache.
-      .then((cache) => cache.addAll(SHELL.map((path) => new Request(path, { cache: "reload" }))))
-      .then(() => self.skipWaiting()),
+      .then((cache) => cache.addAll(SHELL.map((path) => new Request(path, { cache: "reload" })))),
   );
 });
 
@@ -36,11 +37,17 @@ self.addEventListener("activate", (event) => {
   );
 });
 
+// Statuses of a gateway whose backend is away (Envoy's "no healthy upstream", a proxy's timeout): the app, from its
+// shell, says so in words instead.
+const SERVER_AWAY = [502, 503, 504];
+
 async function fromNetworkElseShell(request) {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), NAVIGATION_TIMEOUT_MS);
   try {
-    return await fetch(request, { signal: controller.signal });
+    const response = await fetch(request, { signal: controller.signal });
+    if (!SERVER_AWAY.includes(response.status)) return response;
+    return (await caches.match(INDEX, { cacheName: CACHE })) ?? response;
   } catch (error) {
     const shell = await caches.match(INDEX, { cacheName: CACHE });
     if (shell) return shell;
