@@ -13,7 +13,7 @@ import grpc
 import typer
 
 from secondbrain.config import Config, load_config
-from secondbrain.errors import SecondbrainError
+from secondbrain.errors import ConfigError, SecondbrainError
 
 app = typer.Typer(
     help="Ask questions of your markdown notes; every answer cites the passages it read.\n\n"
@@ -31,8 +31,17 @@ VaultOption = Annotated[
 
 
 def config_with(**overrides: object) -> Config:
-    """The configuration, with the options a command was given (those not None) over the environment's."""
-    return load_config(**{key: value for key, value in overrides.items() if value is not None})
+    """The configuration, with the options a command was given (those not None) over the environment's. Invalid, it
+    ends the command with its message (exit 1), wherever the command reads it: a bad setting is an expected failure,
+    not a traceback."""
+    given = {key: value for key, value in overrides.items() if value is not None}
+    with errors_as_messages():
+        vault = given.get("vault")
+        if isinstance(vault, Path) and not vault.is_dir():
+            # Given on the command line, the folder is named as given, not as SECONDBRAIN_VAULT.
+            what = "is a file, not a folder" if vault.exists() else "does not exist"
+            raise ConfigError(f"the vault folder {vault} {what}: give the folder of your notes")
+        return load_config(**given)
 
 
 def message_of(error: SecondbrainError | grpc.aio.AioRpcError) -> str:

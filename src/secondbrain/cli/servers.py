@@ -61,15 +61,21 @@ def serve(
     shim is the REST + server-sent events API; envoy is the gateway a browser talks to (grpc-web, /api/ and the
     web UI), in front of the others at their configured addresses.
     """
+    from secondbrain.cli.ports import ports_of, refuse_busy
+
+    config = config_with(host=host, vault=vault, log_format=log_format)
+    with errors_as_messages():
+        # Before the database is opened or started: a taken port is said at once, naming it, not as a bind error's
+        # traceback (a metrics port) or as a gRPC server sharing the port with the one already there.
+        refuse_busy(ports_of(config.settings, service.value, port), f"the {service.value} server was not started")
     if service is Server.envoy:
         from secondbrain.gateway.server import main_envoy
 
         with errors_as_messages():
-            main_envoy(config_with(host=host, vault=vault, log_format=log_format), port)
+            main_envoy(config, port)
         return
 
     async def go() -> None:
-        config = config_with(host=host, vault=vault, log_format=log_format)
         if service is Server.shim:
             from secondbrain.gateway.server import main_shim
 
@@ -109,9 +115,13 @@ def gateway_config(
             validate(checked)
     if output is None:
         typer.echo(text, nl=False)
-    else:
+        return
+    try:
         output.write_text(text, encoding="utf-8")
-        typer.echo(f"wrote {output} (Envoy accepts it)", err=True)
+    except OSError as error:
+        typer.echo(f"secondbrain: cannot write {output}: {error.strerror or error}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"wrote {output} (Envoy accepts it)", err=True)
 
 
 def up(
@@ -132,7 +142,8 @@ def up(
     """
     from secondbrain.cli import supervisor
 
-    code = run(supervisor.run(config_with(vault=vault, log_format=log_format), watch=not no_watch))
+    config = config_with(vault=vault, log_format=log_format)
+    code = run(supervisor.run(config, watch=not no_watch))
     raise typer.Exit(code)
 
 

@@ -29,6 +29,7 @@ from typing import Any, Literal
 import grpc
 import httpx2
 
+from secondbrain.cli.ports import refuse_busy, up_ports
 from secondbrain.config import Config, Settings
 from secondbrain.db import Database
 from secondbrain.errors import Unavailable
@@ -331,6 +332,9 @@ async def run(config: Config, *, watch: bool = True) -> int:
     """Run every service until interrupted; the exit code says how it ended. With `watch` (and a vault), the vault
     is watched for changes for the whole run."""
     settings = config.settings
+    # Every port is checked before anything is claimed (the database, a server): a second `up` beside a running one
+    # is refused here, naming the ports and their holder, and never says it is up on the other one's servers.
+    refuse_busy(up_ports(settings), "nothing was started")
     logs = RunLogs.of(settings)
     configure_logging(logs.level, logs.format, service="up")
     # httpx2 logs every request at INFO: here, the readiness polls, one every 0.2 s while a server starts.
