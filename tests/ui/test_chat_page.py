@@ -16,6 +16,7 @@ from secondbrain.retrieve.v1 import retrieve_service_pb2 as retrieve
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as retrieve_grpc
 from tests.gateway.conftest import Gateway
 from tests.ui.chat_steps import CONVERSATION_URL, NEW_CONVERSATION_URL, ask, conversation_id, open_chat
+from tests.ui.conftest import SCREENSHOTS
 from tests.wire import Reply
 
 QUESTION = "How often do I water the tomatoes?"
@@ -191,6 +192,9 @@ async def test_ask_about_this_note_reads_only_that_note_and_the_notes_it_links_t
     assert await cited_paths(page) <= {KITCHEN, BUDGET}
     assert KITCHEN in await cited_paths(page)
     await expect(page).to_have_url(CONVERSATION_URL)
+    await expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=15_000)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=SCREENSHOTS / "chat-about-a-note.png")
 
     # The scope is the conversation's: after a reload it is still there, and still applies.
     await page.reload()
