@@ -145,10 +145,17 @@ async def test_over_https_the_app_installs_runs_offline_from_its_shell_and_cache
     page.on("pageerror", lambda error: errors.append(str(error)))
     await page.goto(phone.https_url)
     assert await page.evaluate("() => window.isSecureContext")
+    # A shell an earlier build left (the worker registers a few seconds after the page has loaded).
+    await page.evaluate(
+        "async () => { await (await caches.open('secondbrain-shell-0000')).put('/old.js', new Response('old')); }"
+    )
 
-    # The service worker registers (the shell precached) and controls the page it was registered from.
+    # The service worker registers (the shell precached) and controls the page it was registered from; the
+    # earlier build's shell is gone.
     await _controlled(page)
     assert await page.evaluate("() => navigator.serviceWorker.controller.scriptURL") == f"{phone.https_url}/sw.js"
+    names = await page.evaluate("() => caches.keys()")
+    assert len(names) == 1 and names[0].startswith("secondbrain-shell-") and names[0] != "secondbrain-shell-0000"
 
     # The manifest, as Chrome reads it: parsed, with nothing that stops an install.
     cdp = await context.new_cdp_session(page)
