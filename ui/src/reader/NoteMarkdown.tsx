@@ -5,7 +5,7 @@ import type { Element } from "hast";
 import { useEffect, useState } from "react";
 import ReactMarkdown, { type Components } from "react-markdown";
 import { Link } from "react-router";
-import rehypeHighlight from "rehype-highlight";
+import type { Options as HighlightOptions } from "rehype-highlight";
 import remarkGfm from "remark-gfm";
 import { describeError, retrieve } from "../api";
 import { CodeBlock } from "../Markdown";
@@ -238,6 +238,29 @@ function components(context: NoteContext, depth: number): Components {
   };
 }
 
+type Highlighter = (options: HighlightOptions) => (tree: import("hast").Root) => void;
+let highlighter: Promise<Highlighter> | undefined;
+
+// The code highlighter (highlight.js's common languages: most of the reader's script) is loaded only for a note
+// with a fenced code block, and the note is shown at once, its code plain until the highlighter is there.
+function useHighlighter(text: string): Highlighter | undefined {
+  const needed = /^\s*(```|~~~)/m.test(text);
+  const [loaded, setLoaded] = useState<Highlighter>();
+  useEffect(() => {
+    if (!needed || loaded) return;
+    let live = true;
+    highlighter ??= import("rehype-highlight").then((module) => module.default as Highlighter);
+    highlighter.then(
+      (plugin) => live && setLoaded(() => plugin),
+      () => undefined, // without it, code stays plain
+    );
+    return () => {
+      live = false;
+    };
+  }, [needed, loaded]);
+  return needed ? loaded : undefined;
+}
+
 export function NoteMarkdown({
   text,
   firstLine,
@@ -252,10 +275,14 @@ export function NoteMarkdown({
   context: NoteContext;
   depth?: number;
 }) {
+  const highlight = useHighlighter(text);
   return (
     <ReactMarkdown
       remarkPlugins={[remarkGfm, remarkCallouts, remarkWikilinks, remarkTags]}
-      rehypePlugins={[[rehypeHighlight, { detect: false }], [rehypeNoteLines, { firstLine, cited }]]}
+      rehypePlugins={[
+        ...(highlight ? [[highlight, { detect: false }] as [Highlighter, HighlightOptions]] : []),
+        [rehypeNoteLines, { firstLine, cited }],
+      ]}
       components={components(context, depth)}
     >
       {text}
