@@ -28,6 +28,7 @@ from secondbrain.ingest.v1 import ingest_service_pb2_grpc as ingest_grpc
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as retrieve_pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as retrieve_grpc
 from secondbrain.service.health_client import check_health
+from tests.command import run_secondbrain
 from tests.gateway.conftest import parse_sse
 from tests.reliability.cluster import free_ports
 
@@ -117,6 +118,32 @@ async def test_a_dying_child_stops_the_run_and_says_which(up) -> None:
     assert "the retrieve server exited" in seen[-1]
     assert await asyncio.wait_for(process.wait(), 60) == 1
     assert await check_health(f"127.0.0.1:{ports['chat']}", rpc_timeout=1) == "UNREACHABLE"
+
+
+async def test_a_second_up_beside_a_running_one_is_refused_before_it_claims_anything(
+    up, service_env: dict[str, str]
+) -> None:
+    """Found by a user: a second `up` said "secondbrain is up" (the first one's ingest answered its health check, a
+    gRPC server sharing the port) and died two seconds later with a traceback. Now it names the ports and who holds
+    them, and starts nothing."""
+    process, ports, _ = up
+    env = {**service_env, **{f"SECONDBRAIN_{name.upper()}_PORT": str(port) for name, port in ports.items()}}
+    code, stdout, stderr = await run_secondbrain("up", env=env)
+    said = stdout + stderr
+    assert code == 1, said
+    assert "secondbrain is up" not in said and "Traceback" not in said and "preparing the database" not in said, said
+    lines = stderr.splitlines()
+    assert lines[0].startswith("secondbrain: 8 ports cannot be used; nothing was started"), said
+    ingest = next(child for child in psutil.Process(process.pid).children() if "ingest" in child.cmdline())
+    assert f"  port {ports['ingest']} (SECONDBRAIN_INGEST_PORT, for ingest) is in use by pid {ingest.pid} " \
+        "(secondbrain serve ingest)" in lines, said  # fmt: skip
+    assert f"  port {ports['ingest'] + 1000} (SECONDBRAIN_INGEST_PORT + 1000, for ingest's metrics) is in use by pid " \
+        f"{ingest.pid} (secondbrain serve ingest)" in lines, said  # fmt: skip
+    assert any(line.startswith(f"  port {ports['gateway']} (SECONDBRAIN_GATEWAY_PORT, for envoy) is in use by pid")
+               for line in lines), said  # fmt: skip
+    # The running one is untouched.
+    assert await check_health(f"127.0.0.1:{ports['ingest']}") == "SERVING"
+    assert process.returncode is None
 
 
 async def test_up_indexes_the_vault_and_answers_a_question_through_the_gateway_with_citations(start_up) -> None:
