@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from secondbrain.retrieve.store.note_reads import READABLE
-from secondbrain.retrieve.store.statement import Params, fetch, link_names
+from secondbrain.retrieve.store.statement import Params, fetch, link_names, names_any
 
 # The dimensions with an HNSW index (migration 0001); another is compared by an exact scan, so fewer passages ask.
 INDEXED_DIMENSIONS = frozenset({384, 768, 1024, 1536})
@@ -168,32 +168,45 @@ async def nearest_notes(
     ]  # fmt: skip
 
 
-# Links are matched to notes by name (`link_names`, the names `link_resolves` matches) with equality, so each set is a
-# hash join over `vault_links` read once, not a test of every link against every note.
+# Links are matched to notes by name (`link_names`, the names `link_resolves` matches) with equality: the notes this
+# one links to are found in one pass over the notes (their names against this note's few targets), and the links to
+# this note and to those notes in one pass over `vault_links`, hashed against the few names wanted, so nothing tests
+# every link against every note.
 _LINKED = """
     WITH me AS MATERIALIZED (
-        SELECT f.id, {my_names} AS names,
-               ARRAY(SELECT DISTINCT lower(t) FROM unnest(f.tags) t) AS tags
+        SELECT f.id, ARRAY(SELECT DISTINCT lower(t) FROM unnest(f.tags) t) AS tags
         FROM vault_files f WHERE f.id = {me}
     ),
-    names AS MATERIALIZED (
-        SELECT f.id AS file_id, name FROM vault_files f CROSS JOIN LATERAL unnest({names}) AS name
-        WHERE name IS NOT NULL AND {readable}
+    my_targets AS MATERIALIZED (
+        SELECT array_agg(DISTINCT lower(target)) AS names FROM vault_links WHERE file_id = {me}
     ),
-    -- The notes this one links to, and the notes linking to it.
     out_files AS MATERIALIZED (
-        SELECT DISTINCT n.file_id FROM vault_links l JOIN names n ON n.name = lower(l.target)
-        WHERE l.file_id = {me} AND n.file_id <> {me}
+        SELECT f.id AS file_id
+        FROM vault_files f CROSS JOIN my_targets t
+        WHERE t.names IS NOT NULL AND {resolves} AND f.id <> {me} AND {readable}
     ),
-    in_files AS MATERIALIZED (
-        SELECT DISTINCT l.file_id FROM vault_links l CROSS JOIN me
-        WHERE lower(l.target) = ANY(me.names) AND l.file_id <> {me}
+    -- The names that link to this note (target: this note) or to a note it links to (target: that note).
+    wanted AS MATERIALIZED (
+        SELECT f.id AS target, name
+        FROM vault_files f CROSS JOIN LATERAL unnest({names}) AS name
+        WHERE (f.id = {me} OR f.id IN (SELECT file_id FROM out_files)) AND name IS NOT NULL
+    ),
+    -- A semi-join first (hashed: the links' one pass), then the few links it keeps joined to their targets.
+    matched AS MATERIALIZED (
+        SELECT l.file_id, lower(l.target) AS name FROM vault_links l
+        WHERE lower(l.target) IN (SELECT name FROM wanted)
+    ),
+    linking AS MATERIALIZED (
+        SELECT DISTINCT m.file_id, w.target
+        FROM matched m JOIN wanted w USING (name)
+        WHERE m.file_id <> w.target
+    ),
+    in_files AS (
+        SELECT file_id FROM linking WHERE target = {me}
     ),
     -- Every note's links to a note this one links to: the links they share, and how many notes make each.
-    cited AS MATERIALIZED (
-        SELECT DISTINCT l.file_id, n.file_id AS target
-        FROM vault_links l JOIN names n ON n.name = lower(l.target)
-        WHERE n.file_id IN (SELECT file_id FROM out_files) AND l.file_id <> n.file_id
+    cited AS (
+        SELECT file_id, target FROM linking WHERE target <> {me}
     ),
     shared_links AS (
         SELECT c.file_id, array_agg(t.path ORDER BY t.path) AS paths, sum(1 / log(2, 1 + d.notes)) AS weight
@@ -244,8 +257,8 @@ async def linked_notes(connection: asyncpg.Connection, file_id: int, deadline: f
     statement = p.statement(
         _LINKED.format(
             me=p.add(file_id),
-            my_names=link_names("f"),
             names=link_names("f"),
+            resolves=names_any("f", "t.names"),
             most=p.add(MAX_TAG_OR_LINK_NOTES),
             readable=READABLE,
         )

@@ -107,6 +107,19 @@ def link_names(file_alias: str) -> str:
     )
 
 
+def names_any(file_alias: str, names: str) -> str:
+    """A boolean SQL expression: one of `link_names(file_alias)` is in the text[] `names` (lower-cased link targets),
+    tested name by name so a note that matches none costs a few comparisons, not an array built for it."""
+    f = file_alias
+    return (
+        f"(lower({f}.title) = ANY({names}) OR lower({f}.path) = ANY({names})"
+        f" OR (lower({f}.path) LIKE '%.md' AND (left(lower({f}.path), -3) = ANY({names})"
+        f" OR left(lower(regexp_replace({f}.path, '^.*/', '')), -3) = ANY({names})))"
+        f" OR (cardinality({f}.aliases) > 0"
+        f" AND EXISTS (SELECT 1 FROM unnest({f}.aliases) a WHERE lower(a) = ANY({names}))))"
+    )
+
+
 def deadline_after(seconds: float | None) -> float | None:
     """The `time.monotonic()` instant `seconds` from now; None (no limit) for None."""
     return None if seconds is None else time.monotonic() + seconds
