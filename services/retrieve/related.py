@@ -9,6 +9,7 @@ related by its links and tags, and `meaning_skipped_reason` says why meaning was
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -93,9 +94,21 @@ async def related_notes(pool: asyncpg.Pool, path: str, limit: int = 0) -> Relate
             note = await store.note_identity(connection, await named_note(connection, path))
         if note is None:  # deleted between the two reads
             raise not_found(path)
-        near, skipped = await _by_meaning(connection, note, deadline)
-        linked = await store.linked_notes(connection, note.id, deadline)
-    return Related(note.path, combined(note, near, linked, limit), skipped)
+
+        async def by_links() -> list[store.LinkedNote]:
+            async with pool.acquire(timeout=TIMEOUT_SECONDS) as other:
+                return await store.linked_notes(other, note.id, deadline)
+
+        # The two halves at once, each on its own connection: the call waits for the slower, not for both. A task
+        # group, so a failure of one cancels the other before its connection goes back to the pool.
+        try:
+            async with asyncio.TaskGroup() as group:
+                meaning = group.create_task(_by_meaning(connection, note, deadline))
+                links = group.create_task(by_links())
+        except BaseExceptionGroup as failed:
+            raise failed.exceptions[0] from None
+    near, skipped = meaning.result()
+    return Related(note.path, combined(note, near, links.result(), limit), skipped)
 
 
 async def _by_meaning(
