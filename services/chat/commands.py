@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from datetime import datetime
 
 from google.protobuf.json_format import MessageToDict
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
+from secondbrain.cli.terminal import MarkdownStream, hanging, stdout_console
 from secondbrain.config import Config
 from secondbrain.date_sources import said
 from secondbrain.errors import Unavailable
@@ -45,8 +46,9 @@ async def run_ask(
     question asked at a terminal is not a conversation the web UI should list (found by a user: after one session
     the list held seventeen look-alikes)."""
     err = Console(stderr=True, soft_wrap=True)
-    # soft_wrap: a line is never broken at the console's width (80 columns when piped), which split note paths.
-    out = Console(highlight=False, soft_wrap=True)
+    # At a terminal the answer is rendered markdown wrapped at words; into a pipe it is the text as written, no line
+    # broken at the console's width (80 columns when piped, which split note paths).
+    out = stdout_console()
     async with connect(config, "chat", address, pb_grpc.ChatServiceStub, err, doing="answering") as chat:
         if conversation is None and save:
             created = await chat.CreateConversation(pb.CreateConversationRequest(), timeout=30)
@@ -66,6 +68,7 @@ async def run_ask(
             )
         passages: list = []
         answer: list[str] = []
+        written = MarkdownStream(out)
         failed = False
         async with streaming(call) as stream:
             kind = ""
@@ -80,27 +83,32 @@ async def run_ask(
                 elif kind == "tool_result":
                     passages += event.tool_result.passages
                     if not as_json:
-                        out.print(_step(event.tool_result), soft_wrap=True)
+                        out.print(_step(event.tool_result))
                 elif kind == "delta":
                     if not as_json and not answer and kind_before == "tool_result":
-                        sys.stdout.write("\n")  # the steps, a blank line, the answer
+                        out.print()  # the steps, a blank line, the answer
                     answer.append(event.delta.text)
                     if not as_json:
-                        sys.stdout.write(event.delta.text)
-                        sys.stdout.flush()
+                        written.write(event.delta.text)
                 elif kind == "done" and not as_json:
+                    written.close()
                     done = event.done
                     if done.agent_stop_reason:
-                        out.print(f"\n\n[dim]Stopped looking: {escape(done.agent_stop_reason)}.[/dim]", end="")
+                        out.print()
+                        out.print(f"[dim]Stopped looking: {escape(done.agent_stop_reason)}.[/dim]")
+                    out.print()
                     if done.provider == "extractive":  # no model, so no tokens to count: say what it was
-                        out.print("\n\n[dim]Quoted from your notes; no language model was used.[/dim]")
+                        out.print("[dim]Quoted from your notes; no language model was used.[/dim]")
                     else:
-                        out.print(f"\n\n[dim]{done.provider}:{done.model} · {done.usage.input_tokens} in, "
+                        out.print(f"[dim]{done.provider}:{done.model} · {done.usage.input_tokens} in, "
                                   f"{done.usage.output_tokens} out[/dim]")  # fmt: skip
                 elif kind == "error":
                     failed = True
                     if not as_json:
+                        written.close()
                         err.print(f"\n[red]The answer failed:[/red] {escape(event.error.message)}")
+        if not as_json:
+            written.close()
     if as_json:
         return 1 if failed else 0
     cited = {int(n) for n in _CITATION.findall("".join(answer))}
@@ -110,8 +118,8 @@ async def run_ask(
     for passage in shown:
         where = " > ".join([passage.note_title, *passage.heading_path])
         dated = said(passage.date, passage.date_source)
-        out.print(f"  [{passage.number}] {escape(where)}  [dim]{escape(passage.note_path)}:"
-                  f"{passage.start_line}-{passage.end_line}{', ' + dated if dated else ''}[/dim]")  # fmt: skip
+        lines = f"{passage.note_path}:{passage.start_line}-{passage.end_line}{', ' + dated if dated else ''}"
+        out.print(hanging(out, f"  [{passage.number}]", Text.assemble(where, "  ", (lines, "dim"))))
     if conversation is not None:
         err.print(f"[dim]Conversation {conversation}: continue it with --conversation {conversation}[/dim]")
     else:

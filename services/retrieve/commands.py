@@ -15,12 +15,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from secondbrain.cli.terminal import hanging, markdown, snippet_text, stdout_console
 from secondbrain.config import Config
 from secondbrain.date_sources import said
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
 from secondbrain.service.access import connect, streaming
 from secondbrain.v1 import retrieval_pb2 as common
+from secondbrain.wording import counted
 
 # The CLI's words for the arms as the Search RPC's names for them (the mapping: the servicer's SEARCH_MODES).
 SEARCH_MODES = {"hybrid": pb.SEARCH_MODE_HYBRID, "lexical": pb.SEARCH_MODE_KEYWORD, "vector": pb.SEARCH_MODE_SEMANTIC}
@@ -45,7 +47,7 @@ async def run_search(
     config: Config, query: str, *, mode: str, folders: list[str], tags: list[str], since: str = "", until: str = "",
     limit: int, address: str | None, as_json: bool,
 ) -> None:  # fmt: skip
-    console = Console()
+    console = stdout_console()
     filters = _filters(folders, tags, since, until)
     request = pb.SearchRequest(query=query, mode=SEARCH_MODES[mode], filters=filters, limit=limit)
     async with retrieve_service(config, address, Console(stderr=True)) as retrieve:
@@ -60,22 +62,19 @@ async def run_search(
     elif not any(hit.contains_query for hit in response.hits):
         console.print(f"No note contains {escape(repr(query))}; these are related by meaning:")
     for rank, hit in enumerate(response.hits, start=1):
-        tags = " ".join(f"#{tag}" for tag in hit.tags)
-        related = "  [dim](related by meaning)[/dim]" if not hit.contains_query else ""
-        dated = said(hit.date, hit.date_source)
-        console.print(
-            f"[bold]{rank}. {escape(hit.title)}[/bold]  [dim]{escape(hit.path)}[/dim]  {escape(tags)}{related}"
-            + (f"  [dim]{escape(dated)}[/dim]" if dated else "")
-        )
-        if hit.snippet:
-            # The matched words in the terminal's own emphasis, at the ranges the API gives (the snippet's own `**` is
-            # the note's markdown, not a match).
-            # A snippet may be several lines (a table row under its header): each is indented.
-            snippet = Text("   " + hit.snippet.replace("\n", "\n   "))
-            for highlight in hit.highlights:
-                shift = 3 * (1 + hit.snippet.count("\n", 0, highlight.start))
-                snippet.stylize("bold yellow", shift + highlight.start, shift + highlight.end)
-            console.print(snippet)
+        line = Text.assemble((hit.title, "bold"), "  ", (hit.path, "dim"))
+        if hit.tags:
+            line.append("  " + " ".join(f"#{tag}" for tag in hit.tags))
+        if not hit.contains_query:
+            line.append("  (related by meaning)", "dim")
+        if dated := said(hit.date, hit.date_source):
+            line.append(f"  {dated}", "dim")
+        # The matched words in the terminal's own emphasis, at the ranges the API gives (the snippet's own `**` is
+        # the note's markdown, rendered at a terminal). Wrapped, or several lines (a table row under its header),
+        # the snippet stays under the note's title.
+        ranges = [(highlight.start, highlight.end) for highlight in hit.highlights]
+        snippet = [snippet_text(console, hit.snippet, ranges, "bold yellow")] if hit.snippet else []
+        console.print(hanging(console, f"{rank}.", line, *snippet))
 
 
 async def run_retrieve(
@@ -83,7 +82,7 @@ async def run_retrieve(
     until: str = "", now: str = "", passages: int, condense: bool, rerank: bool | None, address: str | None,
     as_json: bool,
 ) -> None:  # fmt: skip
-    console = Console()
+    console = stdout_console()
     options = pb.RetrieveOptions(max_passages=passages, mode=RETRIEVAL_MODES[mode], condense=condense)
     if rerank is not None:
         options.rerank = rerank
@@ -120,10 +119,9 @@ async def run_retrieve(
         console.print("No passages found.")
     for passage in found:
         where = " > ".join([passage.note_title, *passage.heading_path])
-        console.print(
-            f"\n[bold][{passage.number}] {escape(where)}[/bold]  "
-            f"[dim]{escape(passage.note_path)}:{passage.start_line}-{passage.end_line}[/dim]"
-        )
-        console.print(escape(passage.text.strip()))
+        lines = f"{passage.note_path}:{passage.start_line}-{passage.end_line}"
+        console.print()
+        console.print(hanging(console, f"[{passage.number}]", Text.assemble((where, "bold"), "  ", (lines, "dim"))))
+        console.print(markdown(console, passage.text.strip()))
     total = next((t.milliseconds for t in done.timings if t.stage == "total"), 0.0)
-    console.print(f"\n[dim]{len(found)} passages in {total:.0f} ms[/dim]")
+    console.print(f"\n[dim]{counted(len(found), 'passage')} in {total:.0f} ms[/dim]")
