@@ -21,10 +21,12 @@ from google.protobuf.json_format import MessageToDict
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from secondbrain.cli.terminal import stderr_console, stdout_console
 from secondbrain.config import Config
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
 from secondbrain.service.access import connect, in_process, streaming
+from secondbrain.wording import counted
 
 # Warnings a sync prints before it only counts the rest (a vault of long tables has one per table): a failed note is
 # always printed, and --json lists every warning.
@@ -86,7 +88,7 @@ class SyncView:
         self.progress.update(
             self.task,
             completed=totals.files_done,
-            detail=f"{totals.chunks_embedded} chunks embedded ({rate:.0f}/s), {totals.failed} failed",
+            detail=f"{counted(totals.chunks_embedded, 'chunk')} embedded ({rate:.0f}/s), {totals.failed} failed",
         )
         if self.as_json:
             return
@@ -102,22 +104,22 @@ class SyncView:
             return
         t = self.summary.totals
         self.console.print(
-            f"Synced {t.files_seen} files in {self.summary.milliseconds / 1000:.1f} s: {t.added} added, "
+            f"Synced {counted(t.files_seen, 'file')} in {self.summary.milliseconds / 1000:.1f} s: {t.added} added, "
             f"{t.updated} updated, {t.unchanged} unchanged, {t.deleted} deleted, {t.failed} failed; "
-            f"{t.chunks_embedded} chunks embedded."
+            f"{counted(t.chunks_embedded, 'chunk')} embedded."
         )
         hidden = self.warnings - WARNINGS_SHOWN
         if hidden > 0:
-            more = "warning" if hidden == 1 else "warnings"
             self.console.print(
-                f"[yellow]! {hidden} more {more} not shown[/yellow]: `secondbrain ingest --json` lists every one."
+                f"[yellow]! {hidden} more {'warning' if hidden == 1 else 'warnings'} not shown[/yellow]: "
+                "`secondbrain ingest --json` lists every one."
             )
 
 
 async def run_ingest(
     config: Config, vault: Path, *, force: bool, watch: bool, address: str | None, as_json: bool
 ) -> int:
-    console = Console(stderr=True)
+    console = stderr_console()
     async with ingest_service(config, address, console) as ingest:
         if not watch:
             return 1 if await _sync_once(ingest, vault, force, console, as_json) else 0
@@ -132,7 +134,7 @@ async def sync_in_process(config: Config, vault: Path) -> int:
     # The vault is this server's own, as `secondbrain ingest VAULT` makes it: the index becomes that folder's.
     config = dataclasses.replace(config, settings=config.settings.model_copy(update={"vault": vault}))
     async with in_process(config, "ingest", pb_grpc.IngestServiceStub) as ingest:
-        return await _sync_once(ingest, vault, False, Console(stderr=True), as_json=False)
+        return await _sync_once(ingest, vault, False, stderr_console(), as_json=False)
 
 
 async def _sync_once(ingest: Any, vault: Path, force: bool, console: Console, as_json: bool) -> int:
@@ -215,8 +217,8 @@ async def follow_vault(
 
 
 async def run_status(config: Config, *, files: bool, address: str | None, as_json: bool) -> None:
-    console = Console()
-    async with ingest_service(config, address, Console(stderr=True)) as ingest:
+    console = stdout_console()
+    async with ingest_service(config, address, stderr_console()) as ingest:
         # Always ask for the files: the ones not indexed, and why, are part of the status.
         status = await ingest.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True), timeout=30)
     if as_json:
@@ -232,7 +234,7 @@ async def run_status(config: Config, *, files: bool, address: str | None, as_jso
     console.print(f"Last sync: {last}" + (f" of {status.vault_path}" if status.vault_path else ""))
     changed = status.last_change.ToDatetime().isoformat(timespec="seconds") if status.HasField("last_change") else ""
     if status.watching:
-        pending = f"{status.pending_changes} change{'' if status.pending_changes == 1 else 's'} not indexed yet"
+        pending = f"{counted(status.pending_changes, 'change')} not indexed yet"
         console.print(f"Watching the vault: {pending}" + (f"; last change taken in {changed}" if changed else ""))
     elif changed:
         console.print(f"Last change taken in: {changed}")
@@ -241,5 +243,5 @@ async def run_status(config: Config, *, files: bool, address: str | None, as_jso
         if not files and state == "indexed":
             continue
         dated = f", dated {file.date} by its {file.date_source}" if files and file.date else ""
-        line = f"{state:<8} {file.path} ({file.chunks} chunks{dated})"
+        line = f"{state:<8} {file.path} ({counted(file.chunks, 'chunk')}{dated})"
         console.print(line + (f": {file.reason}" if file.reason else ""), markup=False)

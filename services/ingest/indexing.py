@@ -94,7 +94,9 @@ class PreparedNote:
             mtime=self.mtime,
             size=self.size,
             status="indexed" if embedded else "pending",
-            status_reason="" if embedded else f"not embedded yet: {self.embed_error}",
+            # What the sync said of the note is kept with it, so `status --files` (and the index page) says it later:
+            # a malformed front matter read as none, say. (status_reason has held only a failure's reason so far.)
+            status_reason="; ".join(([] if embedded else [f"not embedded yet: {self.embed_error}"]) + self.warnings),
             links=note.links,
             date=self.date,
             chunks=[

@@ -121,7 +121,7 @@ async def test_a_turn_searches_reads_a_note_follows_a_link_and_cites_all_three(s
     system = first["system"] if provider == "anthropic" else first["messages"][0]["content"]
     assert "you may cite those numbers too" in system
     shown = _tool_results(server)
-    assert shown[0].startswith("1 passages for 'worktop samples'") and f"[2] {SAMPLES}" in shown[0]
+    assert shown[0].startswith("1 passage for 'worktop samples'") and f"[2] {SAMPLES}" in shown[0]
     assert shown[1].startswith(f"[3] {KITCHEN}: Kitchen, lines 1-9 of 9") and "[[Contractor Quote]]" in shown[1]
     assert f"[[Contractor Quote]] → {QUOTE}" in shown[2]
     assert shown[3].startswith(f"[4] {QUOTE}") and "laminate worktop" in shown[3]

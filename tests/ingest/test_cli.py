@@ -52,7 +52,7 @@ async def test_ingest_in_process_prints_progress_and_a_summary(vault: Vault, cli
     await run_secondbrain("ingest", str(vault.root), env=cli_env)
     code, stdout, stderr = await run_secondbrain("status", "--files", env=cli_env)
     assert code == 0, stderr
-    assert "Journal/2026-01-20.md (1 chunks, dated 2026-01-20 by its file name)" in stdout, stdout
+    assert "Journal/2026-01-20.md (1 chunk, dated 2026-01-20 by its file name)" in stdout, stdout
     assert "Architecture.md (" in stdout and "by its modification time)" in stdout
 
 
@@ -64,6 +64,30 @@ async def test_a_sync_prints_ten_warnings_and_counts_the_rest(vault: Vault, cli_
     shown = [line for line in stderr.splitlines() if line.startswith("! Broken")]
     assert len(shown) == 10, stderr
     assert "! 3 more warnings not shown: `secondbrain ingest --json` lists every one." in stderr
+
+
+async def test_status_files_says_the_warning_ingest_printed_until_the_note_is_fixed(
+    vault: Vault, cli_env: dict[str, str]
+) -> None:
+    vault.write("Broken.md", "---\ntitle: [unclosed\n---\n# Still here\n\nBody text survives.\n")
+    vault.write("Fine.md", "# Fine\n\nNothing wrong here.\n")
+    code, _, stderr = await run_secondbrain("ingest", str(vault.root), env=cli_env)
+    assert code == 0, stderr
+    [printed] = [line.removeprefix("! Broken.md: ") for line in stderr.splitlines() if line.startswith("! Broken.md")]
+    assert "front matter" in printed, stderr
+    code, stdout, stderr = await run_secondbrain("status", "--files", env=cli_env)
+    assert code == 0, stderr
+    [broken] = [line for line in stdout.splitlines() if "Broken.md" in line]
+    assert broken.startswith("indexed  Broken.md (1 chunk, dated ") and broken.endswith(f"): {printed}"), stdout
+    assert next(line for line in stdout.splitlines() if "Fine.md" in line).endswith(")"), "no warning, nothing said"
+    # Without --files only what is not indexed is listed: a note indexed with a warning is not among them.
+    code, stdout, _ = await run_secondbrain("status", env=cli_env)
+    assert "Broken.md" not in stdout
+    vault.write("Broken.md", "---\ntitle: Closed\n---\n# Still here\n\nBody text survives.\n")
+    code, _, stderr = await run_secondbrain("ingest", str(vault.root), env=cli_env)
+    assert code == 0 and "! Broken.md" not in stderr, stderr
+    code, stdout, _ = await run_secondbrain("status", "--files", env=cli_env)
+    assert next(line for line in stdout.splitlines() if "Broken.md" in line).endswith(")"), stdout
 
 
 async def test_ingest_json_lines_and_exit_code_on_a_failed_note(vault: Vault, cli_env: dict[str, str]) -> None:
@@ -154,7 +178,7 @@ async def test_watch_at_a_terminal_says_a_line_per_change(vault: Vault, cli_env:
 
     try:
         await until("Watching")
-        assert any("Synced 1 files" in line for line in said), said
+        assert any("Synced 1 file in" in line for line in said), said
         vault.write("Inbox/New.md", "# New\n\nWritten while watching.\n")
         await until("added Inbox/New.md")
         (vault.root / "Architecture.md").unlink()

@@ -208,8 +208,7 @@ async def _ingest_and_watch(config: Config, ingest_address: str, background: lis
     """Sync the vault, as `_ingest`, and go on watching it: the ingest service watches while this run follows it
     (`secondbrain.ingest.watch`), and each change it takes in is a line here ("updated Journal/2026-01-20.md").
     Returns once the first sync is done; the following goes on in a task of `background`, to the end of the run."""
-    from rich.console import Console
-
+    from secondbrain.cli.terminal import stderr_console
     from secondbrain.errors import SecondbrainError
     from secondbrain.ingest.commands import follow_vault, ingest_service
 
@@ -218,7 +217,7 @@ async def _ingest_and_watch(config: Config, ingest_address: str, background: lis
     root = vault.resolve()
     _say(f"secondbrain: indexing {root}")
     synced = asyncio.Event()
-    console = Console(stderr=True)
+    console = stderr_console()
 
     async def follow() -> None:
         try:

@@ -21,7 +21,15 @@ from rich.text import Text
 
 def stdout_console() -> Console:
     """The console a command writes its results to: rendered at a terminal, plain and unwrapped into a pipe."""
-    console = Console(highlight=False)
+    return _unwrapped_unless_terminal(Console(highlight=False))
+
+
+def stderr_console() -> Console:
+    """The console a command says what it does on (progress, warnings): the same, on stderr."""
+    return _unwrapped_unless_terminal(Console(stderr=True))
+
+
+def _unwrapped_unless_terminal(console: Console) -> Console:
     if not console.is_terminal:
         console.soft_wrap = True
     return console

@@ -27,6 +27,7 @@ from secondbrain.evaluation.run import (
     write_corpus,
 )
 from secondbrain.evaluation.services import EvalServices
+from secondbrain.wording import counted
 
 # Published nDCG@10 on SciFact (test split), for the table beside ours.
 PUBLISHED_SCIFACT = [
@@ -115,8 +116,9 @@ async def _beir(services, config, directory, split, arms, limit, console, progre
     vault = config.settings.data_dir / "eval" / dataset.name / "vault"
     written = write_corpus(dataset, vault)
     console.print(
-        f"[dim]{dataset.name}: {len(dataset.corpus)} documents ({written} written to {vault}), "
-        f"{len(dataset.questions.questions)} {split} queries; index in the database {name}.[/dim]"
+        f"[dim]{dataset.name}: {counted(len(dataset.corpus), 'document')} ({written} written to {vault}), "
+        f"{counted(len(dataset.questions.questions), split + ' query', split + ' queries')}; "
+        f"index in the database {name}.[/dim]"
     )
     # Holding the configured database keeps an embedded server up while the benchmark's database is used.
     main = await Database.open(config.settings)
@@ -167,7 +169,7 @@ def _answers_dict(report: Report) -> dict:
 
 
 def show(report: Report, console: Console) -> None:
-    table = Table(title=f"{report.dataset}: {report.questions} questions", title_justify="left")
+    table = Table(title=f"{report.dataset}: {counted(report.questions, 'question')}", title_justify="left")
     table.add_column("arm")
     for name in MEASURES:
         table.add_column(name, justify="right")
@@ -225,7 +227,8 @@ def _show_answers(report: Report, console: Console) -> None:
             table.add_row(*row(kind, scores))
     console.print(table)
     if answers.overall.failed:
-        console.print(f"[red]{answers.overall.failed} questions got no answer[/red] (see the misses)")
+        failed = answers.overall.failed
+        console.print(f"[red]{counted(failed, 'question')} got no answer[/red] (see the misses)")
     if answers.misses and len(answers.misses) <= 50:
         console.print("[bold]Answers that missed[/bold] (no expected note cited, or the hint absent):")
         for miss in answers.misses:

@@ -10,6 +10,7 @@ from secondbrain.chat.citations import check_citations
 from secondbrain.date_sources import said
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.v1 import retrieval_pb2 as common
+from secondbrain.wording import counted
 
 
 def _tags(tags: Sequence[str]) -> str:
@@ -25,7 +26,10 @@ def search_results(response: pb.SearchResponse, query: str) -> str:
         return f"No note matches {query!r}."
     containing = sum(hit.contains_query for hit in response.hits)
     if containing:
-        lines = [f"{len(response.hits)} notes for {query!r}, best first ({containing} contain the words):"]
+        lines = [
+            f"{counted(len(response.hits), 'note')} for {query!r}, best first ({containing} "
+            f"{'contains' if containing == 1 else 'contain'} the words):"
+        ]
     else:
         lines = [f"No note contains {query!r}; {len(response.hits)} related by meaning, best first:"]
     for number, hit in enumerate(response.hits, start=1):
@@ -50,7 +54,7 @@ def passage_label(passage: common.Passage) -> str:
 def passages(found: Sequence[common.Passage], question: str) -> str:
     if not found:
         return f"No passage in the notes answers {question!r}."
-    parts = [f"{len(found)} passages for {question!r}, best first. Cite them by number."]
+    parts = [f"{counted(len(found), 'passage')} for {question!r}, best first. Cite them by number."]
     parts += [f"{passage_label(p)}\n{p.text}" for p in found]
     return "\n\n".join(parts)
 
@@ -76,11 +80,12 @@ def note(response: pb.GetNoteResponse, read: common.Passage | None) -> str:
 def note_list(response: pb.ListNotesResponse, newest_first: bool = False) -> str:
     if not response.notes:
         return "No indexed note matches."
-    lines = [f"{len(response.notes)} of {response.total} notes, {'newest first' if newest_first else 'by path'}:"]
+    order = "newest first" if newest_first else "by path"
+    lines = [f"{len(response.notes)} of {counted(response.total, 'note')}, {order}:"]
     for summary in response.notes:
         tags = f"  tags: {_tags(summary.tags)}" if summary.tags else ""
         when = f", {dated}" if (dated := said(summary.date, summary.date_source)) else ""
-        lines.append(f"- {summary.path}: {summary.title} ({summary.last_line} lines{when}){tags}")
+        lines.append(f"- {summary.path}: {summary.title} ({counted(summary.last_line, 'line')}{when}){tags}")
     if response.total > len(response.notes):
         lines.append(f"({response.total - len(response.notes)} more: narrow by folder or tag, or raise the limit.)")
     return "\n".join(lines)
@@ -104,7 +109,7 @@ def related(response: pb.GetRelatedNotesResponse) -> str:
     if not response.notes:
         lines = [f"No note is related to {response.path}."]
     else:
-        lines = [f"{len(response.notes)} notes related to {response.path}, most related first:"]
+        lines = [f"{counted(len(response.notes), 'note')} related to {response.path}, most related first:"]
     for number, item in enumerate(response.notes, start=1):
         lines.append(f"{number}. {item.path}: {item.title} ({item.reason})")
         if item.similarity:

@@ -25,6 +25,7 @@ from secondbrain.note_tools.answer_stream import AnswerStream
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
 from secondbrain.v1 import retrieval_pb2 as common
+from secondbrain.wording import counted
 
 log = logging.getLogger(__name__)
 
@@ -164,10 +165,6 @@ async def _check_filters_name_notes(services: NoteServices, args: _Filtered) -> 
     raise ToolFailure(f"no note is {where}: check the name (list_notes without filters shows the notes and folders)")
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
 async def _search_notes(services: NoteServices, args: SearchNotes) -> Found:
     request = pb.SearchRequest(query=args.query, mode=SEARCH_MODES[args.mode], filters=args.filters(), limit=args.limit)
     response = await services.retrieve.Search(request, timeout=CALL_TIMEOUT_SECONDS)
@@ -175,7 +172,7 @@ async def _search_notes(services: NoteServices, args: SearchNotes) -> Found:
         await _check_filters_name_notes(services, args)
     return Found(
         render=lambda _: formatting.search_results(response, args.query),
-        summary=lambda _: f"Searched {args.query!r}: {_plural(len(response.hits), 'note')}",
+        summary=lambda _: f"Searched {args.query!r}: {counted(len(response.hits), 'note')}",
     )
 
 
@@ -205,7 +202,7 @@ async def _retrieve_passages(services: NoteServices, args: RetrievePassages) -> 
         await _check_filters_name_notes(services, args)
     return Found(
         render=lambda passages: formatting.passages(passages, args.question),
-        summary=lambda passages: f"Retrieved {_plural(len(passages), 'passage')} for {args.question!r}",
+        summary=lambda passages: f"Retrieved {counted(len(passages), 'passage')} for {args.question!r}",
         passages=tuple(found),
     )
 
@@ -239,7 +236,7 @@ async def _list_notes(services: NoteServices, args: ListNotes) -> Found:
     response = await services.retrieve.ListNotes(request, timeout=CALL_TIMEOUT_SECONDS)
     return Found(
         render=lambda _: formatting.note_list(response, newest_first=args.order == "newest"),
-        summary=lambda _: f"Listed {len(response.notes)} of {_plural(response.total, 'note')}",
+        summary=lambda _: f"Listed {len(response.notes)} of {counted(response.total, 'note')}",
     )
 
 
@@ -249,7 +246,7 @@ async def _note_links(services: NoteServices, args: NoteLinks) -> Found:
     return Found(
         render=lambda _: formatting.links(response),
         summary=lambda _: (
-            f"Links of {response.path}: {len(response.outgoing)} out, {_plural(len(response.backlinks), 'backlink')}"
+            f"Links of {response.path}: {len(response.outgoing)} out, {counted(len(response.backlinks), 'backlink')}"
         ),
     )
 
@@ -259,7 +256,7 @@ async def _related_notes(services: NoteServices, args: RelatedNotes) -> Found:
     response = await services.retrieve.GetRelatedNotes(request, timeout=CALL_TIMEOUT_SECONDS)
     return Found(
         render=lambda _: formatting.related(response),
-        summary=lambda _: f"Related to {response.path}: {_plural(len(response.notes), 'note')}",
+        summary=lambda _: f"Related to {response.path}: {counted(len(response.notes), 'note')}",
     )
 
 

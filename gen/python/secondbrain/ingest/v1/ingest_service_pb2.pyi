@@ -493,7 +493,9 @@ class FileStatus(_message.Message):
     state: Global___FileState.ValueType
     """Whether it is indexed."""
     reason: _builtins.str
-    """Why it is not indexed, empty when it is."""
+    """Why it is not indexed; for an indexed file, what indexing it warned of (a malformed front matter read as
+    none, say); empty when neither.
+    """
     chunks: _builtins.int
     """Chunks stored for it."""
     date: _builtins.str
