@@ -6,8 +6,12 @@ import { BrowserRouter, NavLink, Route, Routes } from "react-router";
 import { saveToken, savedToken } from "./api";
 import { IndexLink } from "./IndexFreshness";
 import { SearchPage } from "./pages/SearchPage";
+import { prefetchNote } from "./reader/noteLoad";
 import { StatusPage } from "./pages/StatusPage";
 import { browseUrl, chatUrl } from "./routes";
+
+// A note opened by its address is read while the reader's script loads (reader/noteLoad.ts).
+prefetchNote(window.location.pathname);
 
 const ChatPage = lazy(() => import("./chat/ChatPage").then((module) => ({ default: module.ChatPage })));
 const ReaderPage = lazy(() => import("./reader/ReaderPage").then((module) => ({ default: module.ReaderPage })));

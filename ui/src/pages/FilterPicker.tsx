@@ -8,6 +8,7 @@ export function FilterPicker({
   options,
   selected,
   prefix = "",
+  loaded,
   onChange,
 }: {
   label: string;
@@ -15,6 +16,9 @@ export function FilterPicker({
   options: readonly FacetCount[];
   selected: readonly string[];
   prefix?: string;
+  // Whether the vault's folders or tags have been read: until then (or when they cannot be, offline) an empty list
+  // says nothing about the vault.
+  loaded: boolean;
   onChange: (values: string[]) => void;
 }) {
   const left = options.filter((option) => !selected.includes(option.value));
@@ -26,9 +30,9 @@ export function FilterPicker({
         onChange={(e) => {
           if (e.target.value) onChange([...selected, e.target.value]);
         }}
-        disabled={!left.length}
+        disabled={loaded && !left.length}
       >
-        <option value="">{options.length ? placeholder : `No ${label.toLowerCase()} in the vault`}</option>
+        <option value="">{options.length || !loaded ? placeholder : `No ${label.toLowerCase()} in the vault`}</option>
         {left.map((option) => (
           <option key={option.value} value={option.value}>
             {prefix}

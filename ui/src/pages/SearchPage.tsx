@@ -189,6 +189,7 @@ export function SearchPage() {
             label="Folders"
             placeholder="Any folder"
             options={facets?.folders ?? []}
+            loaded={facets !== undefined}
             selected={folders}
             onChange={setFolders}
           />
@@ -197,6 +198,7 @@ export function SearchPage() {
             placeholder="Any tag"
             prefix="#"
             options={facets?.tags ?? []}
+            loaded={facets !== undefined}
             selected={tags}
             onChange={setTags}
           />

@@ -3,37 +3,17 @@
 // them; #heading scrolls to a heading. "Ask about this note" opens the chat scoped to it and what it links to.
 import { useEffect, useLayoutEffect, useRef, useState } from "react";
 import { Link, useLocation, useParams, useSearchParams } from "react-router";
-import { describeError, isUnauthenticated, retrieve } from "../api";
+import { describeError, isUnauthenticated } from "../api";
 import { DateChip } from "../DateChip";
-import type { GetNoteLinksResponse, GetNoteResponse } from "../gen/secondbrain/retrieve/v1/retrieve_service_pb";
 import { useIndexStatus, vaultName } from "../indexStatus";
 import { browseUrl, chatUrl, notePathFrom, parseLines, tagUrl } from "../routes";
 import { Backlinks, OutgoingLinks } from "./NoteLinks";
 import { NoteMarkdown, resolvedLinks } from "./NoteMarkdown";
+import { type LoadedNote, takeNote } from "./noteLoad";
 import { slug } from "./obsidian";
 import { Properties } from "./Properties";
 import { RelatedNotes } from "./RelatedNotes";
 import "./reader.css";
-
-interface LoadedNote {
-  note: GetNoteResponse;
-  links: GetNoteLinksResponse;
-}
-
-// The whole note: GetNote returns at most 2,000 lines a read, so a longer one is read on from where it stopped.
-async function readWhole(path: string): Promise<GetNoteResponse> {
-  const first = await retrieve.getNote({ path });
-  let text = first.text;
-  let end = first.endLine;
-  while (end < first.lastLine) {
-    const more = await retrieve.getNote({ path: first.path, startLine: end + 1 });
-    text += `\n${more.text}`;
-    end = more.endLine;
-  }
-  first.text = text;
-  first.endLine = end;
-  return first;
-}
 
 function obsidianUrl(vault: string, notePath: string): string {
   return `obsidian://open?vault=${encodeURIComponent(vault)}&file=${encodeURIComponent(notePath.replace(/\.md$/i, ""))}`;
@@ -82,11 +62,11 @@ export function ReaderPage({ onUnauthenticated }: { onUnauthenticated: () => voi
   useEffect(() => {
     let live = true;
     setError("");
-    Promise.all([readWhole(path), retrieve.getNoteLinks({ path })]).then(
-      ([note, links]) => {
+    takeNote(path).then(
+      (read) => {
         if (!live) return;
-        setLoaded({ note, links });
-        document.title = `${note.title} · secondbrain`;
+        setLoaded(read);
+        document.title = `${read.note.title} · secondbrain`;
       },
       (e) => {
         if (!live) return;
