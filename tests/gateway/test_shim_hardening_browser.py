@@ -8,7 +8,7 @@ from playwright.async_api import ConsoleMessage, async_playwright, expect
 
 from secondbrain.gateway.server import default_ui_dir
 from tests.gateway.conftest import Gateway
-from tests.ui.test_browser import CHROMIUM, CHROMIUM_FLAGS
+from tests.ui.conftest import CHROMIUM, CHROMIUM_FLAGS
 
 
 @pytest.mark.timeout(120)
