@@ -201,8 +201,12 @@ def test_into_a_pipe_the_renderers_write_plain_text() -> None:
 def test_a_snippet_s_highlight_stays_on_its_words_when_the_markers_are_left_out() -> None:
     console = Console(force_terminal=True, width=80)
     snippet = "- Water the **tomatoes** and the `beans` from [[Rain Butt|the butt]] daily"
-    ranges = [(snippet.index("tomatoes"), snippet.index("tomatoes") + 8), (snippet.index("daily"), len(snippet))]
+
+    def span(part: str) -> tuple[int, int]:
+        return snippet.index(part), snippet.index(part) + len(part)
+
+    ranges = [span("tomatoes"), span("daily"), span("`beans`"), span("[[Rain Butt|the butt]]")]
     text = snippet_text(console, snippet, ranges, "reverse")
     assert text.plain == "• Water the tomatoes and the beans from the butt daily"
     marked = [text.plain[span.start : span.end] for span in text.spans if span.style == "reverse"]
-    assert marked == ["tomatoes", "daily"]
+    assert marked == ["tomatoes", "daily", "beans", "the butt"], "a range over the markers too: their text"

@@ -173,28 +173,33 @@ def snippet_text(console: Console, snippet: str, highlights: Iterable[tuple[int,
         return text
     snippet = _BULLET.sub(lambda m: m.group(1) + "•", snippet)  # one character for one: the ranges hold
     text = Text()
-    # where[i]: the position in `text` of the snippet's character i (a marker's: where its text starts).
-    where: list[int] = []
+    # starts[i], ends[i]: where the snippet's character i begins and ends in `text` (a marker, left out, has none:
+    # both are where its text begins or ended).
+    starts: list[int] = []
+    ends: list[int] = []
     position = 0
     for match in _INLINE.finditer(snippet):
-        _plain(text, where, snippet[position : match.start()])
+        _plain(text, starts, ends, snippet[position : match.start()])
         kind = match.lastgroup or ""
         inner_group = next(g for g in ("b", "u", "c", "i", "j", "w", "l") if match.group(g) is not None)
         inner_start, inner_end = match.span(inner_group)
-        where.extend([len(text)] * (inner_start - match.start()))
-        inner = snippet[inner_start:inner_end]
-        text.append(inner, _STYLES[kind])
-        where.extend(range(len(text) - len(inner), len(text)))
-        where.extend([len(text)] * (match.end() - inner_end))
+        _marker(text, starts, ends, inner_start - match.start())
+        _plain(text, starts, ends, snippet[inner_start:inner_end], _STYLES[kind])
+        _marker(text, starts, ends, match.end() - inner_end)
         position = match.end()
-    _plain(text, where, snippet[position:])
-    where.append(len(text))
+    _plain(text, starts, ends, snippet[position:])
     for start, end in ranges:
         if 0 <= start < end <= len(snippet):
-            text.stylize(style, where[start], where[end - 1] + 1)
+            text.stylize(style, starts[start], ends[end - 1])
     return text
 
 
-def _plain(text: Text, where: list[int], part: str) -> None:
-    where.extend(range(len(text), len(text) + len(part)))
-    text.append(part)
+def _plain(text: Text, starts: list[int], ends: list[int], part: str, style: str = "") -> None:
+    starts.extend(range(len(text), len(text) + len(part)))
+    ends.extend(range(len(text) + 1, len(text) + len(part) + 1))
+    text.append(part, style)
+
+
+def _marker(text: Text, starts: list[int], ends: list[int], length: int) -> None:
+    starts.extend([len(text)] * length)
+    ends.extend([len(text)] * length)
