@@ -238,10 +238,14 @@ async def run_status(config: Config, *, files: bool, address: str | None, as_jso
         console.print(f"Watching the vault: {pending}" + (f"; last change taken in {changed}" if changed else ""))
     elif changed:
         console.print(f"Last change taken in: {changed}")
+    warned = 0
     for file in status.files:
         state = STATE_NAMES[file.state]
         if not files and state == "indexed":
+            warned += bool(file.reason)  # what its sync warned of (a malformed front matter read as none)
             continue
         dated = f", dated {file.date} by its {file.date_source}" if files and file.date else ""
         line = f"{state:<8} {file.path} ({counted(file.chunks, 'chunk')}{dated})"
-        console.print(line + (f": {file.reason}" if file.reason else ""), markup=False)
+        console.print(line + (f": {file.reason}" if file.reason else ""), markup=False, highlight=False)
+    if warned:
+        console.print(f"{counted(warned, 'note')} indexed with a warning: `secondbrain status --files` says which.")

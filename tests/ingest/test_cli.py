@@ -80,9 +80,10 @@ async def test_status_files_says_the_warning_ingest_printed_until_the_note_is_fi
     [broken] = [line for line in stdout.splitlines() if "Broken.md" in line]
     assert broken.startswith("indexed  Broken.md (1 chunk, dated ") and broken.endswith(f"): {printed}"), stdout
     assert next(line for line in stdout.splitlines() if "Fine.md" in line).endswith(")"), "no warning, nothing said"
-    # Without --files only what is not indexed is listed: a note indexed with a warning is not among them.
+    # Without --files only what is not indexed is listed, and a count of the notes indexed with a warning.
     code, stdout, _ = await run_secondbrain("status", env=cli_env)
     assert "Broken.md" not in stdout
+    assert "1 note indexed with a warning: `secondbrain status --files` says which." in stdout.splitlines(), stdout
     vault.write("Broken.md", "---\ntitle: Closed\n---\n# Still here\n\nBody text survives.\n")
     code, _, stderr = await run_secondbrain("ingest", str(vault.root), env=cli_env)
     assert code == 0 and "! Broken.md" not in stderr, stderr
