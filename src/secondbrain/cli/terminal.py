@@ -71,12 +71,14 @@ class MarkdownStream:
         self.pending = ""
         self.blocks = 0
         self.written = False
+        self.ends_a_line = False
         self.closed = False
 
     def write(self, text: str) -> None:
         if not text:
             return
         self.written = True
+        self.ends_a_line = text.endswith("\n")
         if not self.console.is_terminal:
             self.console.file.write(text)
             self.console.file.flush()
@@ -95,7 +97,7 @@ class MarkdownStream:
         if self.console.is_terminal:
             self._render(self.pending)
             self.pending = ""
-        elif self.written:
+        elif self.written and not self.ends_a_line:
             self.console.file.write("\n")
             self.console.file.flush()
 
