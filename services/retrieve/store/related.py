@@ -15,9 +15,10 @@ from secondbrain.retrieve.store.statement import Params, fetch, link_names, name
 INDEXED_DIMENSIONS = frozenset({384, 768, 1024, 1536})
 UNINDEXED_SOURCES = 4
 # Each sampled passage's HNSW scan keeps this many candidates (`hnsw.ef_search`; 100 for a question's search). Twice
-# the neighbours it returns: related notes need the near ones, not the exact top 20 a question's ranking does, and 16
-# scans a call make it the cost that counts. At 100,000 random 384-d vectors (an HNSW graph's worst case) on 2 loaded
-# cores the statement's p50 went from 80 ms at 100 to 63 ms at 40 (bench/reader.py, docs/benchmarks.md).
+# the neighbours it returns: related notes need the near ones, not the exact top 20 a question's ranking does, and 12
+# scans a call make it the cost that counts. On bench/reader.py's index (100,000 random 384-d vectors, an HNSW graph's
+# worst case) on the 2 loaded cores, the statement's p50 with 16 passages went from 80 ms at 100 to 63 ms at 40, and
+# with 8 passages at 40 to 28 ms (measured once by hand; bench/reader.py gives the figures as configured).
 EF_SEARCH = 40
 # Notes related only by a shared tag or a shared link are at most this many (a tag such as #daily is on thousands of
 # notes): the most telling first, by the weights below.
