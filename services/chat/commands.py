@@ -13,7 +13,7 @@ import re
 from datetime import datetime
 
 from google.protobuf.json_format import MessageToDict
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.text import Text
 
@@ -83,7 +83,7 @@ async def run_ask(
                 elif kind == "tool_result":
                     passages += event.tool_result.passages
                     if not as_json:
-                        out.print(_step(event.tool_result))
+                        out.print(_step(out, event.tool_result))
                 elif kind == "delta":
                     if not as_json and not answer and kind_before == "tool_result":
                         out.print()  # the steps, a blank line, the answer
@@ -129,9 +129,10 @@ async def run_ask(
     return 0
 
 
-def _step(result: pb.ToolResultEvent) -> str:
-    """One agent step as a dim line: what the tool found and the passages it gave, or its error."""
+def _step(out: Console, result: pb.ToolResultEvent) -> RenderableType:
+    """One agent step as a dim line: what the tool found and the passages it gave, or its error; wrapped at a
+    terminal, it goes on under its text."""
     if result.error:
-        return f"[dim]  ✗ {escape(result.summary)}: {escape(result.error)}[/dim]"
+        return hanging(out, "  ✗", Text(f"{result.summary}: {result.error}", "dim"))
     numbers = " ".join(f"[{n}]" for n in result.passage_numbers)
-    return f"[dim]  · {escape(result.summary)}{'  ' + escape(numbers) if numbers else ''}[/dim]"
+    return hanging(out, "  ·", Text(result.summary + (f"  {numbers}" if numbers else ""), "dim"))
