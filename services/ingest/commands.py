@@ -20,8 +20,9 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
-from secondbrain.cli.terminal import stderr_console, stdout_console
+from secondbrain.cli.terminal import hanging, stderr_console, stdout_console
 from secondbrain.config import Config
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
@@ -245,7 +246,7 @@ async def run_status(config: Config, *, files: bool, address: str | None, as_jso
             warned += bool(file.reason)  # what its sync warned of (a malformed front matter read as none)
             continue
         dated = f", dated {file.date} by its {file.date_source}" if files and file.date else ""
-        line = f"{state:<8} {file.path} ({counted(file.chunks, 'chunk')}{dated})"
-        console.print(line + (f": {file.reason}" if file.reason else ""), markup=False, highlight=False)
+        line = f"{file.path} ({counted(file.chunks, 'chunk')}{dated})" + (f": {file.reason}" if file.reason else "")
+        console.print(hanging(console, f"{state:<8}", Text(line)))
     if warned:
         console.print(f"{counted(warned, 'note')} indexed with a warning: `secondbrain status --files` says which.")
