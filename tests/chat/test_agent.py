@@ -156,7 +156,7 @@ async def test_an_unknown_tool_and_bad_arguments_are_tool_errors_the_model_reads
     errors = [e.tool_result.error for e in events if e.HasField("tool_result")]
     assert errors[0] == (
         "there is no tool 'delete_note'; the tools are search_notes, retrieve_passages, read_note, list_notes, "
-        "note_links, ask"
+        "note_links, related_notes, ask"
     )
     assert errors[1] == "read_note: path input should be a valid string; colour is not an argument of this tool"
     assert errors[2].startswith("search_notes: the arguments are not valid JSON")
