@@ -122,13 +122,16 @@ def refuse_busy(ports: list[Port], doing: str) -> None:
         wanted[port.port].append(port)
     for number, sharing in wanted.items():
         if len(sharing) > 1:
-            names = " and ".join(f"{p.server} ({p.setting})" for p in sharing)
-            problems.append(f"port {number} is wanted by both {names}")
+            names = [f"{p.server} ({p.setting})" for p in sharing]
+            both = "both " if len(names) == 2 else ""
+            problems.append(f"port {number} is wanted by {both}{', '.join(names[:-1])} and {names[-1]}")
     for port in ports:
         if len(wanted[port.port]) == 1 and (error := _bind_error(port)) is not None:
             problems.append(_problem(port, error))
     if len(problems) == 1:
-        raise FailedPrecondition(f"{problems[0]}; {doing}: stop what holds it or choose another port")
+        shared = " is wanted by " in problems[0]
+        hint = "give each its own port" if shared else "stop what holds it or choose another port"
+        raise FailedPrecondition(f"{problems[0]}; {doing}: {hint}")
     if problems:
         listed = "".join(f"\n  {problem}" for problem in problems)
         raise FailedPrecondition(
