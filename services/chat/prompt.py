@@ -201,7 +201,16 @@ def build_request(
         messages=[*kept, ChatMessage("user", question)],
         max_tokens=shares.answer,
         passages=[
-            SourcePassage(p.number, unlinked(p.text), unlinked(p.note_title), unlinked(p.note_path), own_last_day(p))
+            SourcePassage(
+                p.number,
+                unlinked(p.text),
+                unlinked(p.note_title),
+                unlinked(p.note_path),
+                own_last_day(p),
+                headings=tuple(unlinked(heading) for heading in p.heading_path),
+                date_source=p.date_source,
+                days=p.date,
+            )
             for p in passages
         ],
         later_first=not dated_range,

@@ -153,7 +153,7 @@ def test_quotes_cover_the_question_without_repeats_or_filler() -> None:
         "Greenhouse",
     )
     copy = SourcePassage(2, "The greenhouse heater runs on propane, they say.", "Copied note")
-    question = "Who delivers the propane for the greenhouse heater?"
+    question = "Which fuel delivery does the greenhouse heater need?"
     # One statement covers greenhouse and heater; the other greenhouse sentences add nothing; the copy repeats it;
     # the delivery sentence adds "delivered".
     assert chosen(question, [notes, copy]) == [
@@ -165,6 +165,11 @@ def test_quotes_cover_the_question_without_repeats_or_filler() -> None:
         "The greenhouse heater runs on propane. The greenhouse was built in 2019. The greenhouse is 4 m long.",
         "Propane is delivered by Gaz Nord every March.",
     ]
+    # Asked who, the statement naming someone answers first, its context after it.
+    assert chosen("Who delivers the propane for the greenhouse heater?", [notes, copy]) == [
+        "Propane is delivered by Gaz Nord every March.",
+        "The greenhouse heater runs on propane.",
+    ]
     # In one section, the second statement is the first one's context: one quote, nothing said twice.
     together = SourcePassage(1, notes.text.replace("## Fuel\n\n", ""), "Greenhouse")
     assert quoted(question, [together, copy]) == [
@@ -174,7 +179,8 @@ def test_quotes_cover_the_question_without_repeats_or_filler() -> None:
     # A question of three words or more is not answered by a passage the search ranked lower that shares one word.
     beds = SourcePassage(2, "The basil needs less water unless it is very hot.", "Vegetable Beds")
     bread = SourcePassage(1, "Bake in a lidded pot at 250 °C for 20 minutes.", "Sourdough Bread")
-    assert quoted("How hot should the oven be for bread?", [bread, beds]) == []
+    # The bread note answers it ("hot" asks for a temperature, which its 250 °C is), the basil note not at all.
+    assert quoted("How hot should the oven be for bread?", [bread, beds]) == [bread.text]
 
 
 def test_the_vaults_own_readme_is_not_preferred_and_its_instructions_never_quoted() -> None:
@@ -238,9 +244,11 @@ def test_the_search_order_is_evidence() -> None:
     # The first quote comes from [1] when a sentence of [1] answers, though [2] says more of the question.
     bakes = SourcePassage(1, "Bakes happen on Saturday mornings.", "Bread")
     fridge = SourcePassage(2, "The rye starter keeps for a week in the fridge between bakes.", "Starter")
-    question = "How long does the rye starter keep in the fridge between bakes?"
+    question = "Does the rye starter keep in the fridge between bakes?"
     assert chosen(question, [bakes, fridge]) == [bakes.text, fridge.text]
     assert chosen(question, [fridge, bakes]) == [fridge.text]
+    # Asked how long, the statement holding a span answers first, whatever its passage's place (`quote_slots`).
+    assert chosen("How long does the rye starter keep in the fridge between bakes?", [bakes, fridge]) == [fridge.text]
 
 
 def test_a_later_quote_that_adds_little_is_left_out() -> None:

@@ -20,6 +20,16 @@ the first did is filler, left out. Time is evidence too: of two statements the n
 log's dated heading; never a file's modification time) that say the same question words, the later is quoted, as a
 model is told to lead with the later of two passages that disagree: the tiles chosen again in March, not February's.
 
+A question asking for a value is answered with one (`quote_slots`): "What colour ...?" by a statement holding a colour
+word, "How much does ... cost?" by one naming money with a figure, "What was my time ...?" by a time in figures, "When
+is ...?" by a day or month named, "Who ...?" by a name. The first quote is then the best-ranked passage's best such
+statement that says at least half of what that passage's best statement says, from a passage ranked lower if [1] has
+none ("The Porto half marathon: 2:03:51." of [2], not the target of [1]), and it leads the answer; the words naming the
+slot ("colour", "cost") count as said by a statement holding its value, so "the wall is now Oat Milk, a warm
+off-white" (11 April) restates "colour Chalk White" (21 February) and, later, is quoted instead. Each statement's day
+is its own: the dated heading it sits under (in its text, or the headings its passage starts under), else its note's
+own date (file name, front matter), else none; a quote's "6 October 2026:" is never another section's day.
+
 Each quote then gets a little context, so it reads as the note says it: the rest of its paragraph when that is short,
 the sentences around it that also speak of the question, what it introduces when it ends with a colon (a list, a
 sentence, a short code block, fenced), and for a "How do I ...?" question the whole numbered list of steps it is one
@@ -43,6 +53,7 @@ from pathlib import PurePosixPath
 
 from secondbrain.date_sources import day_words
 from secondbrain.llm.base import ChatProvider
+from secondbrain.llm.quote_slots import Slot, holds, slot_of
 from secondbrain.llm.quote_units import (
     ABOUT_THE_VAULT,
     ANSWER,
@@ -85,6 +96,9 @@ HEADING_SHARE = 0.75
 TITLE_SHARE = 0.25
 # A quote after the first is worth quoting only if it adds at least this share of what the first one did.
 MIN_SHARE = 0.1
+# A statement holding the value the question asks for (its slot) is the first quote when it says at least this share
+# of the question's other words that the best-matching statement says, whatever its passage's place.
+SLOT_SHARE = 0.5
 # A quote's context: its whole paragraph when the paragraph is at most this long; the sentences around it that also
 # say a word of the question, up to this length in all; a list quoted whole (steps, or what a sentence introduces).
 PARAGRAPH_CHARS = 400
@@ -145,14 +159,20 @@ def _near_duplicate(a: Unit, b: Unit) -> bool:
     return len(a.terms & b.terms) / len(a.terms | b.terms) >= NEAR_DUPLICATE
 
 
-def _choose(words: list[frozenset[str]], candidates: list[Unit], later_first: bool = True) -> list[Unit]:
+def _choose(
+    words: list[frozenset[str]], candidates: list[Unit], later_first: bool = True, slot: Slot | None = None
+) -> list[Unit]:
     """Greedy coverage: each quote is the one adding the most weight of question words not yet covered, weighed by
-    its passage's place in the search. In the order they were chosen, the best first."""
+    its passage's place in the search. In the order they were chosen, the best first. With a `slot`, the first is a
+    statement holding a value of the kind asked for, when one says enough of the question (SLOT_SHARE)."""
 
     def matched(keys: frozenset[str]) -> set[int]:
         return {i for i, word in enumerate(words) if word & keys}
 
-    said = [matched(s.terms) for s in candidates]
+    fills = [slot is not None and holds(slot, unit.text, bool(unit.day)) for unit in candidates]
+    # The question's words that name the slot ("colour", "cost") are said by a statement holding its value.
+    cues = matched(frozenset(key for cue in slot.cues for key in keys(cue))) if slot is not None else set()
+    said = [matched(s.terms) | (cues if fills[i] else set()) for i, s in enumerate(candidates)]
     stated = [said[i] | matched(s.heading) for i, s in enumerate(candidates)]
     named = [matched(s.context) for s in candidates]
     either = [stated[i] | named[i] for i in range(len(candidates))]
@@ -168,15 +188,18 @@ def _choose(words: list[frozenset[str]], candidates: list[Unit], later_first: bo
             return True
         return first and candidates[index].rank == 0 and bool(said[index])
 
-    def gain(index: int, covered: set[int]) -> float:
+    def found(index: int, covered: set[int]) -> float:
+        """The weight of the question words `index` adds to `covered`, whatever its passage's place."""
         new = stated[index] - covered
-        found = (
+        return (
             sum(weight[w] for w in new & said[index])
             + HEADING_SHARE * sum(weight[w] for w in new - said[index])
             + TITLE_SHARE * sum(weight[w] for w in named[index] - stated[index] - covered)
         )
+
+    def gain(index: int, covered: set[int]) -> float:
         # The search's order is evidence the words alone do not have: [2] counts half as much as [1].
-        return found / (1 + candidates[index].rank)
+        return found(index, covered) / (1 + candidates[index].rank)
 
     def open_to(index: int, chosen: list[int], covered: set[int]) -> bool:
         return (
@@ -192,19 +215,33 @@ def _choose(words: list[frozenset[str]], candidates: list[Unit], later_first: bo
         latest = index
         if candidates[index].day and said[index]:
             for other, unit in enumerate(candidates):
-                if unit.day > candidates[latest].day and said[other] >= said[index] and open_to(other, chosen, covered):
+                if (
+                    unit.day > candidates[latest].day
+                    and said[other] >= said[index]
+                    and fills[other] >= fills[index]  # a value asked for is restated with a value
+                    and open_to(other, chosen, covered)
+                ):
                     latest = other
         return latest
 
-    # The first quote comes from the best-ranked passage that has one to give.
-    top = min((s.rank for i, s in enumerate(candidates) if stated[i] and answers(i, True)), default=0)
+    first = [i for i in range(len(candidates)) if stated[i] and answers(i, True)]
+    # The first quote comes from the best-ranked passage that has one to give: with a slot, the best-ranked that
+    # holds the value asked for in a statement saying at least SLOT_SHARE of what that passage's best says.
+    top = min((candidates[i].rank for i in first), default=0)
+    fillers = [i for i in first if fills[i]]
+    if fillers:
+        enough = SLOT_SHARE * max(found(i, cues) for i in first if candidates[i].rank == top)
+        fillers = [i for i in fillers if found(i, cues) >= enough]
+        top = min((candidates[i].rank for i in fillers), default=top)
     chosen: list[int] = []
     covered: set[int] = set()
     first_gain = 0.0
     while len(chosen) < MAX_QUOTES:
         best: tuple[float, int] | None = None
         for index, unit in enumerate(candidates):
-            if (not chosen and unit.rank != top) or not open_to(index, chosen, covered):
+            if not chosen and (unit.rank != top or (fillers and not fills[index])):
+                continue
+            if not open_to(index, chosen, covered):
                 continue
             value = gain(index, covered)
             if best is None or value > best[0]:
@@ -342,9 +379,10 @@ def best_sentences(
         return any(word & unit.terms for word in words)
 
     how_to = bool(_HOW_TO.search(question))
+    slot = slot_of(question)
     for tier in (ANSWER, WEAK, ABOUT_THE_VAULT):
         # Code is quoted after the sentence that introduces it, never chosen on its own.
-        chosen = _choose(words, [c for c in candidates if c.tier <= tier and c.kind != CODE], later_first)
+        chosen = _choose(words, [c for c in candidates if c.tier <= tier and c.kind != CODE], later_first, slot)
         quotes: list[Quote] = []
         for unit in chosen:
             taken = [part for quote in quotes for part in quote.parts]
@@ -359,8 +397,15 @@ def best_sentences(
             if free(unit):
                 quotes.append(_expand(unit, candidates, how_to, relevant, free))
         if quotes:
-            # In the notes' order (the search's, then the note's own), so quotes from one passage read as they do there.
-            return sorted(quotes, key=lambda quote: quote.order)
+            # In the notes' order (the search's, then the note's own), so quotes from one passage read as they do there;
+            # a quote holding the value asked for comes first, before the context.
+            leads = (
+                slot is not None
+                and quotes[0].unit is not None
+                and holds(slot, quotes[0].text, bool(quotes[0].unit.day))
+            )
+            rest = sorted(quotes[1:] if leads else quotes, key=lambda quote: quote.order)
+            return [quotes[0], *rest] if leads else rest
     return []
 
 
@@ -402,12 +447,18 @@ def quoted_only(answer: str) -> str:
     return " ".join(_OWN_WORDS.sub(" ", answer).split())
 
 
+def _days_words(days: str) -> str:
+    """ "25 October 2026", or "19 January 2026 to 25 January 2026" for a span (a weekly note)."""
+    first, _, last = days.partition("..")
+    return " to ".join(day_words(date.fromisoformat(day)) for day in (first, last) if day)
+
+
 def _render(quote: Quote, dated: bool = False) -> str:
     """A quote as a markdown block quote, its citation after its words, a code block it introduces fenced below;
     `dated`: led by the day the notes date it ("25 October 2026:"), for a question asking when."""
     text = quote.text
-    day = quote.unit.day if quote.unit is not None else ""
-    lead = f"\n{day_words(date.fromisoformat(day))}:" if dated and day else ""
+    days = quote.unit.days if quote.unit is not None else ""
+    lead = f"\n{_days_words(days)}:" if dated and days else ""
     if len(quote.parts) == 1 and len(text) > MAX_QUOTE_CHARS:
         # One statement too long to quote whole (a context is never longer than its limits).
         text = text[:MAX_QUOTE_CHARS].rsplit(" ", 1)[0] + " …"

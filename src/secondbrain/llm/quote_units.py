@@ -8,14 +8,17 @@ Heading" label are never quoted, but each unit keeps the stems of the headings a
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from secondbrain.date_sources import heading_date
+from secondbrain.date_sources import HEADING, MODIFIED, heading_date
 from secondbrain.llm.quote_words import WORD, key_set
 from secondbrain.llm.types import SourcePassage
 
 MAX_QUOTE_CHARS = 400
+# How retrieval writes the heading of a passage that starts in one section and runs into another (`first … last`).
+SPAN_HEADING = "\u2026"
 # A quote needs at least this many words, so a stray "Yes." or a label is never an answer.
 MIN_QUOTE_WORDS = 3
 # A code block is quoted whole or not at all, and only a short one: a screenful of code is not an answer to read.
@@ -94,8 +97,12 @@ class Unit:
     marker: str = ""
     """A list item's marker with its indent (`-`, `  1.`), a code block's language."""
     day: str = ""
-    """The day the note says the unit is from (YYYY-MM-DD): its innermost dated heading's, else its passage's; ""
-    when undated."""
+    """The day the note says the unit is from (YYYY-MM-DD): its innermost dated heading's (in the passage's text or
+    the headings it starts under), else its note's (its file name's or front matter's; the last day of a weekly
+    note's span); "" when neither dates it (a heading-dated log's preamble, a note dated only by its mtime)."""
+    days: str = ""
+    """The days it is from as the note gives them, for its label: `day`, or a note's span ("2026-01-19..2026-01-25",
+    a weekly note) when no dated heading narrows it."""
 
     @property
     def indent(self) -> int:
@@ -125,6 +132,9 @@ class _Reader:
     matches."""
     title: list[str] = field(default_factory=list)
     headings: dict[int, str] = field(default_factory=dict)
+    """The headings above the next unit in the passage's text, by level: what its sections say they are about."""
+    dated_headings: dict[int, str] = field(default_factory=dict)
+    """The same, with the headings the passage starts under (`starting_headings`): what dates the next unit."""
     units: list[Unit] = field(default_factory=list)
     position: int = 0
     # The title's and upper headings' keys, by the headings: read once, not once per unit (a long title read for each
@@ -151,8 +161,9 @@ class _Reader:
         if kind != CODE and (_ASKS.search(_CODE_SPAN.sub("", text)) or _TO_THE_READER.search(text)):
             return
         heading, context = self.heading_keys(header)
-        dated = (heading_date(self.headings[level]) for level in sorted(self.headings, reverse=True))
-        day = next((found.isoformat() for found in dated if found is not None), self.passage.date)
+        dated = (heading_date(self.dated_headings[level]) for level in sorted(self.dated_headings, reverse=True))
+        under = next((found.isoformat() for found in dated if found is not None), "")
+        day, days = (under, under) if under else self.note_days()
         tier = ABOUT_THE_VAULT if is_about_the_vault(self.passage.path) else ANSWER
         # An open question names what is not known yet, and a unit the conversation quoted was read already.
         if _INDIRECT_QUESTION.search(text) or "question" in heading or (self.earlier and plain(text) in self.earlier):
@@ -172,8 +183,18 @@ class _Reader:
                 self.position,
                 marker,
                 day,
+                days,
             )
         )
+
+    def note_days(self) -> tuple[str, str]:
+        """The last day and the days of a unit under no dated heading: its note's, when the note dates it by its file
+        name or front matter; none when the passage is dated by a heading the unit is not under (another section's
+        day), or only by the file's modification time (`own_last_day` leaves that out already)."""
+        passage = self.passage
+        if not passage.date or passage.date_source in (HEADING, MODIFIED):
+            return "", ""
+        return passage.date, passage.days or passage.date
 
     def label(self, lines: list[str]) -> int:
         """How many lines the chunk's "Title > Heading" label takes at the start (0 or 1), its parts noted."""
@@ -189,7 +210,7 @@ class _Reader:
         *above, nearest = line.split(" > ")
         self.title.extend(above)
         if above:
-            self.headings[2] = nearest
+            self.headings[2] = self.dated_headings[2] = nearest
         else:
             self.title.append(nearest)
         return first + 1
@@ -238,9 +259,26 @@ def _cells(row: str) -> str:
     return plain(row.strip().strip("|"))
 
 
+def starting_headings(headings: Sequence[str]) -> dict[int, str]:
+    """The headings a passage's first line sits under (its `headings`, outermost first), by level: the passage's
+    text starts below them, at level 2 for the first, as retrieval writes a later chunk's heading into a passage (a
+    note's title is its level 1). A heading path's levels are not known: an H1 other than the title is in it too, so
+    a journal's "# 6 October 2026" is taken for level 2 and a "## Evening" in the text ends it, leaving that
+    section undated rather than dated wrong. A passage running into a later section has its last heading written
+    `first … last` (`span_heading`): its text starts under the first."""
+    found = {level: heading for level, heading in enumerate(headings, start=2)}
+    if found:
+        last = max(found)
+        found[last] = found[last].split(SPAN_HEADING)[0].strip()
+    return {level: heading for level, heading in found.items() if heading}
+
+
 def units(passage: SourcePassage, rank: int, start: int, block: int, earlier: str) -> list[Unit]:
     """The quotable units of `passage`, in order, numbered from `start`, their blocks after `block`."""
     reader = _Reader(passage, rank, start, block, earlier, title=[passage.title] if passage.title else [])
+    # The headings the passage starts under date its first units; their words are not the units' headings' (the
+    # search matched the passage on its text).
+    reader.dated_headings = starting_headings(passage.headings)
     lines = passage.text.splitlines()
     lines = lines[reader.label(lines) :]
     kind, buffer, marker, in_list = "", [], "", False
@@ -302,6 +340,8 @@ def units(passage: SourcePassage, rank: int, start: int, block: int, earlier: st
                 level = len(heading.group(1))
                 reader.headings = {k: v for k, v in reader.headings.items() if k < level}
                 reader.headings[level] = heading.group(2)
+                reader.dated_headings = {k: v for k, v in reader.dated_headings.items() if k < level}
+                reader.dated_headings[level] = heading.group(2)
         elif not line.strip():
             # A blank line ends a paragraph but not a list: its items may be spaced out.
             flush()

@@ -55,6 +55,14 @@ class SourcePassage:
     # The passage's last day (YYYY-MM-DD) when the note itself dates it (its name, front matter or a dated heading),
     # never its file's modification time; "" otherwise. Of two dated statements alike, the later is quoted.
     date: str = ""
+    # The headings the passage's first line sits under, outermost first (the Passage's heading_path): its text
+    # starts below them, so the first section's dated heading ("2026-10-06" in a running log) is read from here.
+    headings: tuple[str, ...] = ()
+    # Where the note's date was read (`secondbrain.date_sources`): a note dated by its file name or front matter dates
+    # all of its text; one dated by its headings dates only what sits under a dated heading.
+    date_source: str = ""
+    # The passage's days as retrieval gives them: its `date`, or a span ("2026-01-19..2026-01-25", a weekly note).
+    days: str = ""
 
 
 @dataclass(frozen=True)
