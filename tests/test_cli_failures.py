@@ -106,6 +106,15 @@ def test_up_names_every_port_it_cannot_use(
     assert not (tmp_path / "embedded").exists()
 
 
+def test_up_refuses_one_metrics_port_for_three_services(embedded_env: dict[str, str], tmp_path: Path) -> None:
+    result = secondbrain("up", env={**embedded_env, "SECONDBRAIN_METRICS_PORT": str(free_ports(1)[0])})
+    assert result.returncode == 1
+    message = _said_in_one_line(result)
+    assert "is wanted by ingest's metrics, retrieve's metrics and chat's metrics at once" in message, message
+    assert message.endswith("unset SECONDBRAIN_METRICS_PORT, and each serves its metrics at its own port + 1000")
+    assert not (tmp_path / "embedded").exists()
+
+
 def test_serve_refuses_a_taken_port_in_one_line(
     service_env: dict[str, str], held_port: tuple[socket.socket, int]
 ) -> None:

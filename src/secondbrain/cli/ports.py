@@ -116,24 +116,33 @@ def _problem(port: Port, error: OSError) -> str:
 def refuse_busy(ports: list[Port], doing: str) -> None:
     """Raise FailedPrecondition, naming each port, when any of `ports` is taken or two servers would bind the same
     one; `doing` is what was therefore not done ("nothing was started")."""
-    problems: list[str] = []
+    # Each problem, and what to do about it when it is the only one.
+    problems: list[tuple[str, str]] = []
     wanted: dict[int, list[Port]] = defaultdict(list)
     for port in ports:
         wanted[port.port].append(port)
     for number, sharing in wanted.items():
-        if len(sharing) > 1:
-            names = [f"{p.server} ({p.setting})" for p in sharing]
-            both = "both " if len(names) == 2 else ""
-            problems.append(f"port {number} is wanted by {both}{', '.join(names[:-1])} and {names[-1]}")
+        if len(sharing) == 1:
+            continue
+        if len({p.setting for p in sharing}) == 1:  # SECONDBRAIN_METRICS_PORT, one setting for the three services
+            setting, names = sharing[0].setting, [p.server for p in sharing]
+            problems.append((
+                f"port {number} ({setting}) is wanted by {', '.join(names[:-1])} and {names[-1]} at once",
+                f"unset {setting}, and each serves its metrics at its own port + 1000",
+            ))  # fmt: skip
+            continue
+        names = [f"{p.server} ({p.setting})" for p in sharing]
+        both = "both " if len(names) == 2 else ""
+        problems.append((f"port {number} is wanted by {both}{', '.join(names[:-1])} and {names[-1]}",
+                         "give each its own port"))  # fmt: skip
     for port in ports:
         if len(wanted[port.port]) == 1 and (error := _bind_error(port)) is not None:
-            problems.append(_problem(port, error))
+            problems.append((_problem(port, error), "stop what holds it or choose another port"))
     if len(problems) == 1:
-        shared = " is wanted by " in problems[0]
-        hint = "give each its own port" if shared else "stop what holds it or choose another port"
-        raise FailedPrecondition(f"{problems[0]}; {doing}: {hint}")
+        [(problem, hint)] = problems
+        raise FailedPrecondition(f"{problem}; {doing}: {hint}")
     if problems:
-        listed = "".join(f"\n  {problem}" for problem in problems)
+        listed = "".join(f"\n  {problem}" for problem, _ in problems)
         raise FailedPrecondition(
             f"{len(problems)} ports cannot be used; {doing}: stop what holds them or choose others:{listed}"
         )
