@@ -72,6 +72,11 @@ async def test_facets_count_folders_with_subfolders_nested_tags_with_parents_and
     days = [(d.value, d.count) for d in facets.days]
     assert ("2026-01-20", 1) in days and ("2026-01-21", 1) in days and days == sorted(days)
     assert facets.notes == 7 and facets.notes - facets.undated_notes == sum(count for _, count in days)
+    # Days are the notes' own dates: a note dated only by its file's modification time is counted as undated.
+    listed = await stack.stub.ListNotes(pb.ListNotesRequest())
+    modified = [n for n in listed.notes if n.date_source == "modification time"]
+    assert modified and facets.undated_notes == len(modified)
+    assert all(day not in {n.date for n in modified} for day, _ in days)
 
     # Within a folder, as the browse view shows counts inside it.
     inside = await stack.stub.GetFacets(pb.GetFacetsRequest(filters=common.RetrievalFilters(folders=["Projects/Home"])))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from secondbrain.date_sources import span_text
+from secondbrain.date_sources import MODIFIED, span_text
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.store.statement import Params, fetch, link_names, link_resolves
 
@@ -155,7 +155,11 @@ class Facets:
 # would detoast whole notes: only the columns counted are read, and `body` only for a failed note (`READABLE`).
 _FACETS = """
     WITH counted AS MATERIALIZED (
-        SELECT f.id, f.path, f.tags, f.date_end FROM vault_files f WHERE {readable} AND {where}
+        -- A note's own date only (its file name, front matter or dated headings): the file's modification time
+        -- says when it was last edited, not what day it is about, so such a note is counted as undated.
+        SELECT f.id, f.path, f.tags, CASE WHEN f.date_source = {modified} THEN NULL ELSE f.date_end END
+               AS date_end
+        FROM vault_files f WHERE {readable} AND {where}
     ),
     -- Each note's own folder, counted; then each of those folders and its parents, summed (a note is in one folder,
     -- so no note counts twice in a parent), worked out once per folder rather than once per note.
@@ -203,7 +207,8 @@ async def facets(connection: asyncpg.Connection, filters: Filters, deadline: flo
     """The folders, tags and days of the readable notes `filters` lets through, each with its notes, and how many
     notes were counted and how many have no date yet. Folders and tags by value, days oldest first."""
     p = Params()
-    statement = p.statement(_FACETS.format(readable=READABLE, where=p.filters(filters, "f")))
+    where = p.filters(filters, "f")
+    statement = p.statement(_FACETS.format(readable=READABLE, where=where, modified=p.add(MODIFIED)))
     rows = await fetch(connection, statement, vector_scan=False, deadline=deadline)
     by_facet: dict[str, list[tuple[str, int]]] = {"folder": [], "tag": [], "day": [], "notes": [], "undated": []}
     for row in rows:

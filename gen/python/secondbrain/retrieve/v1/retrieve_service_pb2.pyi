@@ -783,7 +783,9 @@ class GetFacetsResponse(_message.Message):
     notes: _builtins.int
     """The notes counted."""
     undated_notes: _builtins.int
-    """The notes with no date yet."""
+    """The notes with no date of their own (none yet, or only the file's
+    modification time).
+    """
     @_builtins.property
     def folders(self) -> _containers.RepeatedCompositeFieldContainer[Global___FacetCount]:
         """Every folder that holds a note, by path; a folder's count includes the
@@ -798,8 +800,9 @@ class GetFacetsResponse(_message.Message):
 
     @_builtins.property
     def days(self) -> _containers.RepeatedCompositeFieldContainer[Global___FacetCount]:
-        """Every day a note is from (YYYY-MM-DD), oldest first; a note spanning
-        days counts on its last.
+        """Every day a note is from by its own date (its file name, front matter or
+        dated headings; not the file's modification time), as YYYY-MM-DD, oldest
+        first; a note spanning days counts on its last.
         """
 
     def __init__(
