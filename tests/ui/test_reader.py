@@ -153,6 +153,9 @@ async def test_a_search_hit_opens_its_note_as_obsidian_shows_it(vault: Gateway, 
     await expect(side.locator("#outgoing-title")).to_contain_text("Links")
     await expect(side).to_contain_text("Marta")
     await expect(side).to_contain_text("not in the index")
+    # Related notes, each with why: Marta links here and is linked from here.
+    marta = side.get_by_test_id("related").filter(has_text="Marta")
+    await expect(marta.locator(".why")).to_contain_text("linked both ways", timeout=15_000)
     await shoot(page, "reader-desktop-light")
 
 
@@ -342,6 +345,9 @@ async def test_axe_finds_nothing_serious_on_the_reader_browsing_and_search(
         await page.goto(note_url(vault, "Nowhere.md"))
         await expect(page.get_by_role("alert")).to_be_visible()
         found["a note not in the index"] = await serious_violations(page)
+        await page.goto(f"{vault.envoy_url}/status")
+        await expect(page.get_by_test_id("notes")).to_be_visible()
+        found["the index"] = await serious_violations(page)
         await page.goto(f"{vault.envoy_url}/browse/no/such/page")
         await expect(page.get_by_role("heading", name="Nothing here")).to_be_visible()
         found["not a page"] = await serious_violations(page)
