@@ -15,12 +15,16 @@ from collections.abc import AsyncIterator
 
 import grpc
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.types import PARSE_ERROR
 from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from secondbrain.chat.v1 import chat_service_pb2_grpc as chat_grpc
+from secondbrain.errors import InvalidInput
 from secondbrain.gateway.backends import Backends
 from secondbrain.gateway.http_errors import HttpError, error_response
+from secondbrain.gateway.json_body import NumberTooLong, parse_json
 from secondbrain.gateway.request_message import BODY_TIMEOUT_SECONDS, REQUEST_TIMEOUT, body_within_limits
 from secondbrain.mcp_server import build_server
 from secondbrain.note_tools import NoteServices
@@ -67,6 +71,15 @@ class McpDoor:
             return
         except ClientDisconnect:
             return
+        try:
+            # The SDK reads the body again; this reading only refuses, as every JSON door does, a number too long.
+            parse_json(body, "MCP request")
+        except NumberTooLong as error:
+            refusal = {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": str(error)}}
+            await JSONResponse(refusal, status_code=400)(scope, receive, send)
+            return
+        except InvalidInput:
+            pass  # the SDK answers JSON-RPC's own parse error
         await self._app(scope, _replaying(body, receive), send)
 
 

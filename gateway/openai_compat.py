@@ -28,6 +28,7 @@ from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.errors import InvalidInput
 from secondbrain.gateway.backends import Backends
 from secondbrain.gateway.http_errors import HTTP_STATUS, HttpError, from_rpc_error
+from secondbrain.gateway.json_body import parse_json
 from secondbrain.gateway.request_message import (
     BODY_TIMEOUT_SECONDS,
     REQUEST_TIMEOUT,
@@ -225,7 +226,7 @@ class OpenAICompat:
     async def completions(self, request: Request) -> Response:
         try:
             raw = await body_within_limits(request, self.body_timeout)
-            data = json.loads(raw or b"{}")
+            data = parse_json(raw)
             # Before anything reads it: every string of the body (the model, each message and content part) goes
             # on into a protobuf, gRPC or the response, none of which can encode a lone surrogate. (The
             # conversation header cannot hold one: HTTP headers are bytes, decoded as Latin-1.)
@@ -239,8 +240,6 @@ class OpenAICompat:
                 # The rest of the body may still be on its way: close rather than read it to find the next request.
                 response.headers["connection"] = "close"
             return response
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            return error_response(400, "the request body is not valid JSON")
         except ValidationError as error:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in error.errors())
             return error_response(400, f"the request does not fit the chat completions API: {problems}")

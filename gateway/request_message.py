@@ -4,7 +4,6 @@ limits of size and time) or its query string."""
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from typing import Any
 
@@ -16,6 +15,7 @@ from starlette.requests import Request
 from secondbrain.errors import InvalidInput
 from secondbrain.gateway.endpoints import Endpoint
 from secondbrain.gateway.http_errors import HttpError
+from secondbrain.gateway.json_body import parse_json
 from secondbrain.gateway.proto_json import from_json, from_query
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -97,17 +97,7 @@ async def request_message(request: Request, endpoint: Endpoint, body_timeout: fl
     message = message_factory.GetMessageClass(endpoint.request)()
     if endpoint.has_body:
         raw = await body_within_limits(request, body_timeout)
-        try:
-            data = json.loads(raw) if raw.strip() else {}
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise InvalidInput(f"the request body is not valid JSON: {error}") from None
-        except RecursionError:
-            # The parser recurses once per level. (The conversion after it cannot go as deep: json_format stops
-            # at 100 levels of messages, and no field of ours takes arbitrary JSON.)
-            raise InvalidInput(
-                "the request body is nested too deeply to read (hundreds of levels of arrays or objects); "
-                "no request needs more than a few"
-            ) from None
+        data = parse_json(raw)
         refuse_lone_surrogates(data, "request body")
         from_json(data, message, "request body")
         if request.method == "PATCH":
