@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from secondbrain.config import Config, Settings
 from secondbrain.errors import Unavailable
@@ -23,6 +25,12 @@ from secondbrain.gateway.shim import create_app
 from secondbrain.jsonlog import configure_logging
 from secondbrain.service.auth import is_loopback
 from secondbrain.service.client_address import networks
+from secondbrain.service.listener_bounds import (
+    ACCEPT_ERRORS_LOG_EVERY_SECONDS,
+    SHIM_HEAD_TIMEOUT_SECONDS,
+    SHIM_KEEP_ALIVE_SECONDS,
+    SHIM_MAX_CONNECTIONS,
+)
 from secondbrain.service.tracing import configure_tracing
 
 log = logging.getLogger(__name__)
@@ -35,7 +43,7 @@ ENVOY_LOG_LEVEL = {"DEBUG": "info", "INFO": "warning", "WARNING": "warning", "ER
 SHUTDOWN_GRACE_SECONDS = 5
 # A request line and headers; ours are a few hundred bytes, a bearer token included.
 MAX_HEAD_BYTES = 16 * 1024
-KEEP_ALIVE_SECONDS = 5
+KEEP_ALIVE_SECONDS = SHIM_KEEP_ALIVE_SECONDS
 
 
 def default_ui_dir() -> Path:
@@ -44,6 +52,95 @@ def default_ui_dir() -> Path:
     if configured:
         return Path(configured)
     return Path(__file__).resolve().parent.parent / "ui" / "dist"
+
+
+class BoundedH11Protocol(H11Protocol):
+    """uvicorn's h11 connection, bounded as listener_bounds says: closed when its request head is not whole within
+    `head_timeout` of the connection opening or of the previous response (uvicorn's keep-alive timer stops at the
+    first byte, so one byte held a connection for ever), and closed at once when it would be one connection more
+    than `max_connections`."""
+
+    head_timeout: float = SHIM_HEAD_TIMEOUT_SECONDS
+    max_connections: int = SHIM_MAX_CONNECTIONS
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.max_connections:
+            _COUNTS["refused"] += 1
+            transport.abort()
+            return
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_head_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:  # the request's head is in (or the connection is over)
+            self._disarm_head_timer()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
+            self._arm_head_timer()
+
+    def _arm_head_timer(self) -> None:
+        self._disarm_head_timer()
+        self._head_timer = self.loop.call_later(self.head_timeout, self._head_too_late)
+
+    def _disarm_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_too_late(self) -> None:
+        self._head_timer = None
+        if not self.transport.is_closing():
+            _COUNTS["head_timeouts"] += 1
+            self.transport.close()
+
+
+# Connections the shim closed for its bounds, since it started: for the log and the tests.
+_COUNTS = {"refused": 0, "head_timeouts": 0}
+
+
+class AcceptErrorsCounted(logging.Filter):
+    """On asyncio's logger: an accept that failed for want of descriptors (a connection flood at the file limit) is
+    logged once per `every` seconds with the count since, and without its traceback; asyncio logs one each, with a
+    traceback (a probe's flood wrote 849,919 of them, 464 MB, in 75 s)."""
+
+    MESSAGE = "socket.accept() out of system resource"
+
+    def __init__(self, every: float = ACCEPT_ERRORS_LOG_EVERY_SECONDS) -> None:
+        super().__init__()
+        self.every = every
+        self.unlogged = 0
+        self.last = float("-inf")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != self.MESSAGE:
+            return True
+        self.unlogged += 1
+        now = record.created
+        if now - self.last < self.every:
+            return False
+        error = record.exc_info[1] if record.exc_info else None
+        record.msg = f"{self.unlogged} connection(s) could not be accepted: out of file descriptors or memory (%s)"
+        record.args = (error,)
+        record.exc_info = None
+        record.exc_text = None
+        self.unlogged = 0
+        self.last = now
+        return True
+
+
+def count_accept_errors() -> None:
+    """Install AcceptErrorsCounted on asyncio's logger, once per process."""
+    asyncio_log = logging.getLogger("asyncio")
+    if not any(isinstance(existing, AcceptErrorsCounted) for existing in asyncio_log.filters):
+        asyncio_log.addFilter(AcceptErrorsCounted())
 
 
 @dataclass
@@ -87,15 +184,18 @@ async def start_shim(
         lifespan="on",
         timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         # h11 even where httptools is installed, so the limits in force are these: a request head over
-        # MAX_HEAD_BYTES is refused, a connection idle between requests is closed after KEEP_ALIVE_SECONDS.
+        # MAX_HEAD_BYTES is refused, a connection idle between requests is closed after KEEP_ALIVE_SECONDS, one
+        # whose head is not whole after SHIM_HEAD_TIMEOUT_SECONDS is closed, and so is one over
+        # SHIM_MAX_CONNECTIONS (BoundedH11Protocol).
         # (The body's own limits, size and time, are the shim's.)
-        http="h11",
+        http=BoundedH11Protocol,
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         # Whom a request is from is the shim's own rule (ClientAddress, SECONDBRAIN_TRUSTED_PROXIES); uvicorn's
         # would put any text a loopback caller wrote in X-Forwarded-For in the place of the peer's address.
         proxy_headers=False,
     )
+    count_accept_errors()
     server = uvicorn.Server(config)
     # The process's signal handlers belong to whoever runs the loop (serve, the supervisor, a test).
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import grpc
@@ -169,3 +170,78 @@ async def test_no_part_logs_the_token_even_at_debug(guarded: Cluster) -> None:
     assert '"level":"info"' in guarded.log("envoy"), "Envoy logs at its most for our debug: info"
     for part in ("ingest", "retrieve", "chat", "shim", "envoy"):
         assert TOKEN not in guarded.log(part), f"the {part} log holds the token"
+
+
+@pytest.mark.parametrize("method", ["UpsertNote", "GetIndexStatus"])
+async def test_with_the_token_compressed_requests_are_refused_before_they_are_inflated(
+    guarded: Cluster, method: str, record_property: Callable[[str, object], None]
+) -> None:
+    # Found by a third probe (issue 47, H3): gRPC applies a method's size limit after decompressing, so 60 gzip
+    # UpsertNote calls of 15 MiB of one letter (840 KB each on the wire), each refused, took ingest from 0.94 to
+    # 2.94 GB, and 20 gzip GetIndexStatus calls (a 64 KiB method) 363 to 420 MB.
+    metadata = (("authorization", f"Bearer {TOKEN}"),)
+    options = [("grpc.max_send_message_length", 64 * 1024 * 1024)]
+    request = (
+        ingest.UpsertNoteRequest(path="Huge.md", markdown="a" * BIG)
+        if method == "UpsertNote"
+        else ingest.GetIndexStatusRequest(path_prefix="a" * BIG)
+    )
+
+    async def load() -> list[object]:
+        async with grpc.aio.insecure_channel(
+            guarded.address("ingest"), options=options, compression=grpc.Compression.Gzip
+        ) as channel:
+            call = channel.unary_unary(
+                f"/secondbrain.ingest.v1.IngestService/{method}", request_serializer=type(request).SerializeToString
+            )
+
+            async def one() -> object:
+                try:
+                    await call(request, metadata=metadata, timeout=60)
+                    return "OK"
+                except grpc.aio.AioRpcError as error:
+                    return (error.code(), error.details())
+
+            return list(await asyncio.gather(*(one() for _ in range(20))))
+
+    growth, outcomes = await _peak_growth(guarded, "ingest", load)
+    record_property("figures", f"ingest grew {growth:.1f} MB at most (limit {MAX_GROWTH_MB} MB)")
+    refused = (grpc.StatusCode.UNIMPLEMENTED, "Compression algorithm 'gzip' is disabled.")
+    assert outcomes == [refused] * 20, outcomes[:3]
+    assert growth < MAX_GROWTH_MB, f"ingest grew {growth:.0f} MB for 20 compressed calls"
+    # The same call uncompressed is read as ever: within its method's limit, answered.
+    async with grpc.aio.insecure_channel(guarded.address("ingest")) as channel:
+        status = channel.unary_unary(
+            "/secondbrain.ingest.v1.IngestService/GetIndexStatus",
+            request_serializer=ingest.GetIndexStatusRequest.SerializeToString,
+        )
+        await status(ingest.GetIndexStatusRequest(), metadata=metadata, timeout=10)
+
+
+async def test_with_the_token_a_compressed_grpc_web_upsert_through_envoy_is_refused_before_it_is_inflated(
+    guarded: Cluster, record_property: Callable[[str, object], None]
+) -> None:
+    # grpc-web marks a compressed message by its frame's flag and names the algorithm in `grpc-encoding`, which
+    # Envoy passes on to ingest: refused there from the header, as a call made straight to the port is.
+    payload = gzip.compress(ingest.UpsertNoteRequest(path="Huge.md", markdown="a" * BIG).SerializeToString())
+    body = b"\x01" + len(payload).to_bytes(4, "big") + payload
+    headers = {
+        "authorization": f"Bearer {TOKEN}",
+        "content-type": "application/grpc-web+proto",
+        "grpc-encoding": "gzip",
+        "x-grpc-web": "1",
+    }
+
+    async def load() -> list[object]:
+        async with httpx2.AsyncClient(base_url=guarded.gateway_url, timeout=60) as client:
+
+            async def one() -> object:
+                reply = await client.post(UPSERT, content=body, headers=headers)
+                return reply.headers.get("grpc-status") or reply.content[-200:]
+
+            return list(await asyncio.gather(*(one() for _ in range(20))))
+
+    growth, outcomes = await _peak_growth(guarded, "ingest", load)
+    record_property("figures", f"ingest grew {growth:.1f} MB at most (limit {MAX_GROWTH_MB} MB)")
+    assert outcomes == [str(grpc.StatusCode.UNIMPLEMENTED.value[0])] * 20, outcomes[:3]
+    assert growth < MAX_GROWTH_MB, f"ingest grew {growth:.0f} MB for 20 compressed grpc-web calls"

@@ -23,6 +23,7 @@ from secondbrain.service.error_mapping import ErrorMappingInterceptor
 from secondbrain.service.handlers import Behaviour, HandlerInterceptor, with_behaviour
 from secondbrain.service.health_client import DATABASE_HEADER
 from secondbrain.service.limits import MAX_RESPONSE_BYTES, server_request_limit
+from secondbrain.service.listener_bounds import grpc_server_options
 from secondbrain.service.observe import ObserveInterceptor
 from secondbrain.service.reflection import enable_reflection
 
@@ -118,6 +119,8 @@ async def build_server(address: str, bindings: Sequence[ServiceBinding], api_tok
             # ingest 20 to 54 MB, 10 refused chat calls up to 65 MB; without it, under 1 MB. A request that is read
             # is not slowed: the window opens to the size of the message asked for (15 MB on loopback, 40 ms both ways).
             ("grpc.http2.bdp_probe", 0),
+            # Handshake and idle time, streams per connection, no compressed requests (listener_bounds.py).
+            *grpc_server_options(),
         ],
     )
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

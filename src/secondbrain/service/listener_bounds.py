@@ -1,0 +1,52 @@
+"""What every listener accepts before it knows who is calling: one place for the bounds on connections, on the time
+a connection may take to say what it wants or sit idle, on streams, and on compression (issue 47: a third hostile
+probe held 20,000 silent connections on the shim's and the gRPC ports, and inflated 840 KB gzip requests to 15 MiB
+in ingest's memory).
+
+Read by `service/server.py` (each gRPC port) and `gateway/server.py` (the shim). Envoy's own bounds are in its
+template (`gateway/envoy.yaml.template`: a 60 s idle timeout on client connections).
+"""
+
+from __future__ import annotations
+
+# --- gRPC ports (ingest, retrieve, chat) ---
+
+# A connection that has not finished its handshake (for plain TCP, sent the HTTP/2 preface and settings) within this
+# is closed. gRPC's default is 120 s; a probe's 20,000 connections that sent nothing were dropped after about 20 s.
+GRPC_HANDSHAKE_TIMEOUT_MS = 5_000
+# A connection with no call in flight for this long is sent GOAWAY and closed. Callers (Envoy, the shim, chat's
+# channel to retrieve) simply reconnect for their next call; gRPC's default is never.
+GRPC_IDLE_CONNECTION_MS = 30_000
+# Calls at once on one connection. Envoy and the shim multiplex every caller's streams onto a few connections (the
+# load benchmark runs 250 at once), and open another when one is full; gRPC's default is unbounded.
+GRPC_MAX_CONCURRENT_STREAMS = 1_000
+# Requests may only be sent uncompressed (bit 0 of the set: identity). gRPC applies a method's size limit after it
+# has decompressed a message, so a 840 KB gzip request of 15 MiB of one letter was inflated whole before it was
+# refused; with gzip and deflate disabled, a compressed request is UNIMPLEMENTED ("Compression algorithm 'gzip' is
+# disabled") from its headers, before its message is read. Nothing of ours compresses a request.
+GRPC_ACCEPTED_COMPRESSION_BITSET = 1
+
+
+def grpc_server_options() -> list[tuple[str, int]]:
+    """The channel arguments every gRPC server of ours gets for its connections (the size limits are limits.py's)."""
+    return [
+        ("grpc.server_handshake_timeout_ms", GRPC_HANDSHAKE_TIMEOUT_MS),
+        ("grpc.max_connection_idle_ms", GRPC_IDLE_CONNECTION_MS),
+        ("grpc.max_concurrent_streams", GRPC_MAX_CONCURRENT_STREAMS),
+        ("grpc.compression_enabled_algorithms_bitset", GRPC_ACCEPTED_COMPRESSION_BITSET),
+    ]
+
+
+# --- The REST shim (uvicorn) ---
+
+# A request line and headers must all have arrived within this of the connection opening, or of the previous
+# response: a connection that sends `GET / HTTP/1.1` and waits is closed (uvicorn has no such timeout of its own:
+# a probe held 3,000 such connections open for over a minute, then 20,000 at the file limit).
+SHIM_HEAD_TIMEOUT_SECONDS = 10.0
+# A connection idle between requests is closed after this (uvicorn's timeout_keep_alive).
+SHIM_KEEP_ALIVE_SECONDS = 5
+# Connections open at once; one more is closed as soon as it is accepted. Under the process's file limit (20,000
+# here, often 1,024), so the shim's own channels, files and the database never run out of descriptors.
+SHIM_MAX_CONNECTIONS = 2_000
+# An accept that fails for want of descriptors is logged at most once in this many seconds, with the count since.
+ACCEPT_ERRORS_LOG_EVERY_SECONDS = 10.0

@@ -1,0 +1,106 @@
+"""The shim's listener is bounded (issue 47, H1): a connection that does not finish its request head in time is
+closed, connections over the limit are closed as they come, and a flood of failed accepts is a count in the log, not
+a traceback each. The shim runs alone, in front of addresses where nothing listens."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+
+import httpx2
+import pytest
+
+from secondbrain.config import load_settings
+from secondbrain.gateway.server import (
+    AcceptErrorsCounted,
+    BoundedH11Protocol,
+    RunningShim,
+    count_accept_errors,
+    start_shim,
+)
+from secondbrain.service.listener_bounds import SHIM_HEAD_TIMEOUT_SECONDS
+
+NOWHERE = {"ingest": "127.0.0.1:9", "retrieve": "127.0.0.1:9", "chat": "127.0.0.1:9"}
+# What the probe sent on each of its 20,000 connections: a request line and one header, never the blank line.
+PARTIAL_HEAD = b"GET / HTTP/1.1\r\nHost: x\r\n"
+
+
+@pytest.fixture
+async def shim() -> AsyncIterator[RunningShim]:
+    running = await start_shim(load_settings(), host="127.0.0.1", port=0, addresses=NOWHERE)
+    try:
+        yield running
+    finally:
+        await running.stop()
+
+
+async def _closed_after(reader: asyncio.StreamReader, started: float) -> float:
+    """Seconds from `started` until the server closed the connection (whatever it sent first)."""
+    with contextlib.suppress(ConnectionError):
+        while await reader.read(4096):
+            pass
+    return time.monotonic() - started
+
+
+async def test_connections_that_never_finish_their_head_are_closed_in_time(shim: RunningShim) -> None:
+    started = time.monotonic()
+    opened = [await asyncio.open_connection("127.0.0.1", shim.port) for _ in range(300)]
+    for _, writer in opened:
+        writer.write(PARTIAL_HEAD)
+    # Meanwhile the shim answers as usual.
+    async with httpx2.AsyncClient(base_url=f"http://127.0.0.1:{shim.port}", timeout=5.0) as client:
+        answered = await client.get("/healthz")
+    assert answered.status_code < 500, answered.text
+    closed = await asyncio.wait_for(
+        asyncio.gather(*(_closed_after(reader, started) for reader, _ in opened)), SHIM_HEAD_TIMEOUT_SECONDS + 10
+    )
+    for _, writer in opened:
+        writer.close()
+    assert max(closed) < SHIM_HEAD_TIMEOUT_SECONDS + 3, f"the last was closed after {max(closed):.1f} s"
+    # Not before the bound: an honest slow client has all of it.
+    assert min(closed) > SHIM_HEAD_TIMEOUT_SECONDS - 1, f"the first was closed after {min(closed):.1f} s"
+
+
+async def test_a_head_trickled_after_a_response_is_closed_too(shim: RunningShim) -> None:
+    # uvicorn's keep-alive timer stops at the first byte of the next request: one byte then held it for ever.
+    reader, writer = await asyncio.open_connection("127.0.0.1", shim.port)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 ")
+    started = time.monotonic()
+    writer.write(b"G")
+    closed = await asyncio.wait_for(_closed_after(reader, started), SHIM_HEAD_TIMEOUT_SECONDS + 10)
+    writer.close()
+    assert closed < SHIM_HEAD_TIMEOUT_SECONDS + 3
+
+
+async def test_connections_over_the_limit_are_closed_as_they_come(
+    shim: RunningShim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(BoundedH11Protocol, "max_connections", 50)
+    opened = [await asyncio.open_connection("127.0.0.1", shim.port) for _ in range(80)]
+    started = time.monotonic()
+    closed = await asyncio.gather(
+        *(asyncio.wait_for(_closed_after(reader, started), 2) for reader, _ in opened[50:]), return_exceptions=True
+    )
+    assert all(isinstance(seconds, float) and seconds < 2 for seconds in closed), closed
+    for _, writer in opened:
+        writer.close()
+
+
+async def test_a_flood_of_failed_accepts_is_logged_as_a_count(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.ERROR, logger="asyncio")
+    count_accept_errors()  # what start_shim does
+    (counted,) = [each for each in logging.getLogger("asyncio").filters if isinstance(each, AcceptErrorsCounted)]
+    counted.last, counted.unlogged = float("-inf"), 0
+    loop = asyncio.get_running_loop()
+    error = OSError(24, "Too many open files")
+    for _ in range(10_000):
+        # What asyncio's event loop does when accept() fails with EMFILE.
+        loop.call_exception_handler({"message": AcceptErrorsCounted.MESSAGE, "exception": error})
+    records = [record for record in caplog.records if record.name == "asyncio"]
+    assert len(records) == 1, len(records)
+    assert records[0].exc_info is None and "Too many open files" in records[0].getMessage()
+    assert counted.unlogged == 9_999
