@@ -205,7 +205,7 @@ async def test_over_https_the_app_installs_runs_offline_from_its_shell_and_cache
     assert reloaded is not None and reloaded.from_service_worker
     await expect(page.get_by_role("link", name="secondbrain")).to_be_visible()
     await expect(notice).to_be_visible()
-    await page.get_by_role("link", name="Browse").click()
+    await page.get_by_role("link", name="Browse", exact=True).click()
     await expect(page).to_have_url(f"{phone.https_url}/browse")
     browsed = await page.goto(f"{phone.https_url}/status")
     assert browsed is not None and browsed.from_service_worker

@@ -216,7 +216,7 @@ async def test_a_note_that_is_not_indexed_is_said_plainly(vault: Gateway, page: 
 
 
 async def test_folders_tags_and_dates_are_browsed_without_typing(vault: Gateway, page: Page) -> None:
-    await page.get_by_role("link", name="Browse").click()
+    await page.get_by_role("link", name="Browse", exact=True).click()
     await expect(page).to_have_url(re.compile(r"/browse$"))
     side = page.get_by_role("navigation", name="Browse by")
     folders = side.get_by_role("list", name="Folders")
