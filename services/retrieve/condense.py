@@ -8,9 +8,11 @@ spread over many notes, or whose one or two words may not be the words the notes
 The call is made only when it can help: when there is a conversation the message may depend on, or when the
 message is broad and alternates are wanted. A first message that is already specific is the query as it stands,
 with no call and no added latency. Condensing must never stop retrieval: with no language model, on timeout, on any
-provider error or a reply that is not the JSON asked for, the raw message is the query (a follow-up is also searched
-joined with the turns before it, see `with_earlier_turns`) and `skipped_reason` says why in a sentence a person can
-read (the pipeline shows it in the plan).
+provider error or a reply that is not the JSON asked for, the raw message is the query (a message that refers back
+to the conversation, by the rule in `refers_back`, is also searched joined with the turns before it, see
+`with_earlier_turns`; one that stands alone is searched as typed only) and `skipped_reason` says why in a sentence a
+person can read (the pipeline shows it in the plan). With a model, the model decides: it returns a message that
+stands alone unchanged, and the plan says so.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from secondbrain.llm.answer_text import answer_words
 from secondbrain.llm.extractive import terms
 from secondbrain.llm.structured import MalformedReply
 from secondbrain.llm.tokens import fit_history, truncate_to_tokens
+from secondbrain.retrieve.refers_back import reference
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +113,9 @@ class Condensed:
     """The queries to search, the standalone one first, then at most `MAX_ALTERNATES` alternates.
 
     `skipped_reason` is '' when the model planned the queries (rewrote the message, or added alternates to a first
-    message that needed no rewriting); otherwise it says, for people, why no model rewrote the message (and, for a
-    follow-up, that it was also searched with the turns before it).
+    message that needed no rewriting); otherwise it says, for people, why the message was searched as typed: the
+    model returned it unchanged (it stands alone), or no model rewrote it, and then whether it stands alone or
+    refers back ("refers back: 'it'"), in which case it was also searched with the turns before it.
     """
 
     queries: list[PlannedQuery]
@@ -119,6 +123,8 @@ class Condensed:
 
 
 HISTORY_FALLBACK_NOTE = "the message was searched as typed and together with the turns before it"
+# What the plan says when the model, given the conversation, returned the message as typed.
+STANDS_ALONE_BY_MODEL = "stands alone: the language model returned it as typed"
 # The earlier exchanges (a question and its answer) a follow-up is joined with when no model rewrites it.
 FALLBACK_EXCHANGES = 2
 # Each earlier answer is cut to its opening: it names what was found (the follow-up's subject), and a long cited
@@ -133,12 +139,17 @@ def with_earlier_turns(message: str, history: Sequence[ChatMessage]) -> PlannedQ
     message as typed with this query took hybrid nDCG@10 on follow-ups from 0.60 to 0.87 (Obsidian Help) and 0.65 to
     0.80 (Rust by Example); the joined query alone, or only the earlier questions without their answers, less.
     """
-    recent = [m for m in history if m.content.strip()][-2 * FALLBACK_EXCHANGES :]
-    parts = [m.content if m.role == "user" else _cut(answer_words(m.content), FALLBACK_ANSWER_TOKENS) for m in recent]
-    parts = [part for part in parts if part.strip()]
+    parts = earlier_turns(history)
     if not parts:
         return None
     return PlannedQuery(_clean(" ".join([*parts, message])), "with_history")
+
+
+def earlier_turns(history: Sequence[ChatMessage]) -> list[str]:
+    """The texts a follow-up is joined with: the last exchanges, each answer cut to its opening."""
+    recent = [m for m in history if m.content.strip()][-2 * FALLBACK_EXCHANGES :]
+    parts = [m.content if m.role == "user" else _cut(answer_words(m.content), FALLBACK_ANSWER_TOKENS) for m in recent]
+    return [part for part in parts if part.strip()]
 
 
 def _key(text: str) -> str:
@@ -209,11 +220,17 @@ class Condenser:
 
         def without_model(reason: str) -> Condensed:
             # A follow-up ("and for an enum?") names its subject in the turns before it: with nothing to rewrite
-            # it, it is also searched together with those turns, and the two rankings fused.
+            # it, it is also searched together with those turns, and the two rankings fused. A message that
+            # stands alone is searched as typed: joined with an unrelated conversation it finds that conversation.
             joined = with_earlier_turns(message, history)
             if joined is None:
                 return as_is(reason)
-            return Condensed([PlannedQuery(message, "original"), joined], f"{reason}; {HISTORY_FALLBACK_NOTE}")
+            read = reference(message, " ".join(earlier_turns(history)))
+            if not read.refers_back:
+                return as_is(f"{reason}; {read.reason}")
+            return Condensed(
+                [PlannedQuery(message, "original"), joined], f"{reason}; {read.reason}, so {HISTORY_FALLBACK_NOTE}"
+            )
 
         if not condense:
             return as_is("condensing is off")
@@ -241,17 +258,21 @@ class Condenser:
             log.warning("condense call failed", extra={"error": str(error)})
             return without_model(f"the condense call failed: {error}")
 
+        reason = ""
         if context and _key(query) != _key(message):
             first = PlannedQuery(query, "condensed")
         else:
             # A first message already stands alone: the call was for its alternates, and the person's own words
-            # are the best lexical query. A rewrite identical to the message is not a rewrite either.
+            # are the best lexical query. A rewrite identical to the message is not a rewrite either: the model
+            # found that the message stands alone (the prompt asks for it unchanged then).
             first = PlannedQuery(message, "original")
+            if context:
+                reason = STANDS_ALONE_BY_MODEL
         taken = {_key(first.text), _key(message)}
         planned = [first]
         if alternates:
             planned += [PlannedQuery(text, "alternate") for text in extra if _key(text) not in taken]
-        return Condensed(planned, "")
+        return Condensed(planned, reason)
 
     def _context(self, history: Sequence[ChatMessage]) -> list[ChatMessage]:
         recent = [

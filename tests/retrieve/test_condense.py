@@ -25,6 +25,7 @@ from secondbrain.providers import RetryPolicy
 from secondbrain.retrieve.condense import (
     HISTORY_FALLBACK_NOTE,
     MAX_ALTERNATES,
+    STANDS_ALONE_BY_MODEL,
     Condensed,
     Condenser,
     PlannedQuery,
@@ -50,6 +51,8 @@ JOINED = PlannedQuery(
     "with_history",
 )
 WITHOUT_MODEL = [PlannedQuery(FOLLOW_UP, "original"), JOINED]
+# Why, in the plan: the rule of refers_back, then what was searched.
+FOLLOW_UP_NOTE = f"refers back: too short to stand alone (1 content word), so {HISTORY_FALLBACK_NOTE}"
 
 
 def answer(query: str, alternates: list[str] | None = None, *, delay: float = 0.0) -> Reply:
@@ -184,7 +187,20 @@ async def test_a_rewrite_identical_to_the_message_is_the_original(server: OpenAI
     server.script.push(answer("how did I configure postgres backups on the NAS?"))
     result = await condenser.condense(message, HISTORY)
     assert result.queries == [PlannedQuery(message, "original")]
-    assert result.skipped_reason == ""
+    assert result.skipped_reason == STANDS_ALONE_BY_MODEL
+
+
+async def test_a_standalone_message_after_unrelated_turns_is_asked_for_as_typed(
+    server: OpenAIServer, condenser: Condenser
+) -> None:
+    # The model decides, with the conversation: the instructions ask for a message that stands alone unchanged.
+    message = "Unrelated, but how much did the kitchen cost in the end?"
+    server.script.push(answer(message))
+    result = await condenser.condense(message, HISTORY)
+    assert result == Condensed([PlannedQuery(message, "original")], STANDS_ALONE_BY_MODEL)
+    system = server.requests[0].json["messages"][0]["content"]
+    assert "return it exactly as typed: do not add the conversation's subject to it" in " ".join(system.split())
+    assert HISTORY[0].content in prompt_of(server)
 
 
 # --- what is sent ---------------------------------------------------------------------------------------------
@@ -258,7 +274,7 @@ async def test_a_slow_reply_times_out_and_the_request_is_closed(server: OpenAISe
     result = await condenser.condense(FOLLOW_UP, HISTORY)
     # Not a speed claim: only that it did not wait for the server's minute.
     assert time.monotonic() - started < 30
-    assert result == Condensed(WITHOUT_MODEL, f"the condense call took longer than 0.3 s; {HISTORY_FALLBACK_NOTE}")
+    assert result == Condensed(WITHOUT_MODEL, f"the condense call took longer than 0.3 s; {FOLLOW_UP_NOTE}")
     for _ in range(40):
         if server.disconnects == 1:
             break
@@ -297,7 +313,7 @@ async def test_with_only_the_extractive_provider_the_reason_names_the_variables(
 
 async def test_without_a_provider_a_condenser_says_so() -> None:
     result = await Condenser(None, None).condense(FOLLOW_UP, HISTORY)
-    assert result == Condensed(WITHOUT_MODEL, f"no language model is available; {HISTORY_FALLBACK_NOTE}")
+    assert result == Condensed(WITHOUT_MODEL, f"no language model is available; {FOLLOW_UP_NOTE}")
 
 
 async def test_without_a_model_a_follow_up_is_joined_with_its_last_exchanges_and_long_answers_are_cut() -> None:
@@ -317,6 +333,23 @@ async def test_without_a_model_a_follow_up_is_joined_with_its_last_exchanges_and
     # A broad first message (no turns before it) has nothing to join: it is searched as typed.
     first = await Condenser(None, None).condense("kitchen", [])
     assert first.queries == [PlannedQuery("kitchen", "original")]
+
+
+async def test_without_a_model_a_message_that_stands_alone_is_searched_as_typed_only() -> None:
+    tomatoes = [
+        ChatMessage("user", "When did I sow the tomatoes?"),
+        ChatMessage("assistant", "You sowed the San Marzano tomatoes on 14 March [1]."),
+    ]
+    message = "How much did the kitchen renovation cost?"
+    result = await Condenser(None, None).condense(message, tomatoes)
+    assert result == Condensed(
+        [PlannedQuery(message, "original")],
+        "no language model is available; stands alone",
+    )
+    # The same conversation, and a message that points back into it: joined.
+    follow_up = await Condenser(None, None).condense("and did they grow well in the greenhouse beds?", tomatoes)
+    assert [q.kind for q in follow_up.queries] == ["original", "with_history"]
+    assert follow_up.skipped_reason.endswith(f"refers back: 'they', so {HISTORY_FALLBACK_NOTE}")
 
 
 async def quoted_answer(question: str, passages: list[SourcePassage]) -> str:
@@ -377,7 +410,7 @@ async def test_a_condense_provider_without_its_key_explains_instead_of_failing()
     condenser = create_condenser(config(condense_provider="anthropic"), {})
     result = await condenser.condense(FOLLOW_UP, HISTORY)
     assert result.skipped_reason == (
-        f"the condense provider Anthropic is not available (set ANTHROPIC_API_KEY); {HISTORY_FALLBACK_NOTE}"
+        f"the condense provider Anthropic is not available (set ANTHROPIC_API_KEY); {FOLLOW_UP_NOTE}"
     )
 
 
