@@ -50,3 +50,11 @@ SHIM_KEEP_ALIVE_SECONDS = 5
 SHIM_MAX_CONNECTIONS = 2_000
 # An accept that fails for want of descriptors is logged at most once in this many seconds, with the count since.
 ACCEPT_ERRORS_LOG_EVERY_SECONDS = 10.0
+
+# --- Each gRPC service's /metrics (prometheus_client's WSGI server, service/metrics_http.py) ---
+
+# A scrape is one short request: a client has this long for each read and write, then its connection is closed.
+METRICS_CLIENT_TIMEOUT_SECONDS = 5.0
+# Clients served at once, each in a thread; one more is closed as soon as it is accepted (Prometheus scrapes one at
+# a time; a probe's 300 slow clients made 316 threads in ingest).
+METRICS_MAX_CLIENTS = 16

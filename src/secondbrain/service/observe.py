@@ -21,11 +21,12 @@ from typing import Any
 
 import grpc
 from opentelemetry.trace import Status, StatusCode
-from prometheus_client import Counter, Gauge, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram
 
 from secondbrain.jsonlog import request_id
 from secondbrain.service.auth import REQUEST_ID_HEADER
 from secondbrain.service.handlers import HandlerInterceptor, with_behaviour
+from secondbrain.service.metrics_http import start_metrics_http
 from secondbrain.service.tracing import start_server_span
 
 log = logging.getLogger(__name__)
@@ -67,9 +68,8 @@ CHAT_TURNS = Counter("secondbrain_chat_turns", "Chat turns, by how they ended", 
 
 
 def start_metrics_server(host: str, port: int) -> int:
-    """Serve /metrics on `host:port` (0: any free port) in a thread; returns the port."""
-    server, _ = start_http_server(port, addr=host)
-    return server.server_port
+    """Serve /metrics on `host:port` (0: any free port) in a thread, bounded (metrics_http.py); returns the port."""
+    return start_metrics_http(host, port)
 
 
 def _code_of(context: grpc.aio.ServicerContext, error: BaseException | None) -> str:
