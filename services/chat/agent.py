@@ -221,6 +221,12 @@ def _arguments(call: ToolCall) -> dict[str, Any]:
             f"{call.name}: the arguments are not valid JSON ({error.msg} at character {error.pos}); send one JSON "
             "object of the tool's arguments"
         ) from None
+    except ValueError:
+        # Python's own bound: an integer of over 4,300 digits (a 500-like failure of the turn before).
+        raise ToolFailure(
+            f"{call.name}: the arguments hold a number too long to read (over 4,300 digits); no argument takes "
+            "more than 10"
+        ) from None
     if not isinstance(arguments, dict):
         raise ToolFailure(f"{call.name}: the arguments must be a JSON object, not {type(arguments).__name__}")
     return arguments

@@ -147,6 +147,8 @@ async def test_an_unknown_tool_and_bad_arguments_are_tool_errors_the_model_reads
             ToolCall("read_note", {"path": 7, "colour": "red"}, id="call_bad"),
             ToolCall("search_notes", raw='{"query": "worktop"', id="call_json"),
             ToolCall("read_note", {"path": "Nowhere.md"}, id="call_missing"),
+            # An integer Python will not read (issue 47, H4): the turn went on failing, not the tool.
+            ToolCall("list_notes", raw='{"limit": ' + "9" * 5000 + "}", id="call_long"),
         ]),
         Reply(deltas=["I could not read that, but [1] is what I have."]),
     )  # fmt: skip
@@ -161,11 +163,12 @@ async def test_an_unknown_tool_and_bad_arguments_are_tool_errors_the_model_reads
     assert errors[1] == "read_note: path input should be a valid string; colour is not an argument of this tool"
     assert errors[2].startswith("search_notes: the arguments are not valid JSON")
     assert "the index holds no note at 'Nowhere.md'" in errors[3]
+    assert errors[4].startswith("list_notes: the arguments hold a number too long to read")
     assert _tool_results(stack.llm) == [f"Error: {error}" for error in errors]
     stored = (await stack.get(conversation_id)).messages[1]
     assert [s.error for s in stored.agent.steps] == errors
     assert [s.summary for s in stored.agent.steps] == [
-        "delete_note failed", "read_note failed", "search_notes failed", "read_note failed",
+        "delete_note failed", "read_note failed", "search_notes failed", "read_note failed", "list_notes failed",
     ]  # fmt: skip
 
 

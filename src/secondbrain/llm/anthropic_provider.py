@@ -118,7 +118,7 @@ def _input(arguments: str) -> Any:
     """A call's arguments as the object Anthropic takes back; a model's bad JSON goes back as it was written."""
     try:
         value = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or an integer of over 4,300 digits
         return {"arguments": arguments}
     return value if isinstance(value, dict) else {"arguments": value}
 
