@@ -11,7 +11,9 @@ import { useEffect, useRef, useState } from "react";
 import ReactMarkdown, { type Components } from "react-markdown";
 import remarkGfm from "remark-gfm";
 
-const CITATION = /\[(\d+)\]/g;
+import { CITATION } from "./citedNumbers";
+
+export { citedNumbers } from "./citedNumbers";
 
 // [n] for each n in `numbers`, as a <cite data-number=n> the Cite component below replaces with a button.
 function remarkCitations({ numbers }: { numbers: ReadonlySet<number> }) {
@@ -80,15 +82,6 @@ function rehypeHtmlBlocksAsText() {
         : node,
     );
   };
-}
-
-// The citations found in an answer's text, in the order first cited: the same rule as the buttons, so the sources
-// listed as cited are the ones the answer links (a [n] inside code is not a citation).
-export function citedNumbers(text: string): number[] {
-  const withoutCode = text.replace(/```[\s\S]*?(```|$)/g, "").replace(/`[^`\n]*`/g, "");
-  const seen = new Set<number>();
-  for (const match of withoutCode.matchAll(CITATION)) seen.add(Number(match[1]));
-  return [...seen];
 }
 
 // Copying without navigator.clipboard too: it exists only on https and localhost, and the gateway may be reached

@@ -3,7 +3,8 @@
 // away, and the retrieval behind the answer one click away. In agent mode the tool steps the model took come first.
 import { useState } from "react";
 import type { Passage, RetrievalResult } from "../gen/secondbrain/v1/retrieval_pb";
-import { Markdown, citedNumbers } from "../Markdown";
+import { citedNumbers } from "../citedNumbers";
+import { LazyMarkdown } from "../LazyMarkdown";
 import { AgentSteps, type AgentView, plural } from "./AgentSteps";
 import { Cite, ReaderLink, whereIn } from "./Cite";
 import { RetrievalDetails } from "./RetrievalDetails";
@@ -56,7 +57,7 @@ export function Answer({
         <AgentSteps agent={agent} passages={passages} streaming={!!streaming} writing={text !== ""} onCite={onCite} />
       ) : null}
       <div className="text md">
-        <Markdown
+        <LazyMarkdown
           text={text}
           citations={{ byNumber, render: (p: Passage) => <Cite key={p.number} passage={p} onCite={onCite} /> }}
         />

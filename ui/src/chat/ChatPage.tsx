@@ -7,6 +7,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { useNavigate } from "react-router";
 import { chat, describeError, isUnauthenticated } from "../api";
 import { MessageRole, type Passage } from "../gen/secondbrain/v1/retrieval_pb";
+import { preloadMarkdown } from "../LazyMarkdown";
 import { chatUrl } from "../routes";
 import { isStoppedMessage } from "./Answer";
 import { ChatHeader } from "./ChatHeader";
@@ -27,6 +28,8 @@ import "./chat.css";
 export function ChatPage({ onUnauthenticated }: { onUnauthenticated: () => void }) {
   const navigate = useNavigate();
   const [error, setError] = useState("");
+  // The answers' renderer, once the page is drawn (an empty conversation does not wait for it).
+  useEffect(preloadMarkdown, []);
   const fail = useCallback(
     (e: unknown) => {
       if (isUnauthenticated(e)) onUnauthenticated();

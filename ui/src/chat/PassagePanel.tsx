@@ -5,7 +5,7 @@
 import { useEffect, useRef } from "react";
 import type { Passage } from "../gen/secondbrain/v1/retrieval_pb";
 import { DateChip } from "../DateChip";
-import { Markdown } from "../Markdown";
+import { LazyMarkdown } from "../LazyMarkdown";
 import { OPENS_PASSAGE, ReaderLink } from "./Cite";
 import { useDialogFocus } from "./focus";
 import "./passage.css";
@@ -78,7 +78,7 @@ export function PassagePanel({
         ) : null}
       </div>
       <div className={joinLines ? "passage-text md joined-lines" : "passage-text md"}>
-        <Markdown text={passage.text} />
+        <LazyMarkdown text={passage.text} />
       </div>
     </section>
   );
