@@ -31,6 +31,7 @@ from secondbrain.service.listener_bounds import (
     SHIM_KEEP_ALIVE_SECONDS,
     SHIM_MAX_CONNECTIONS,
 )
+from secondbrain.service.observe import CONNECTIONS_CLOSED
 from secondbrain.service.tracing import configure_tracing
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ class BoundedH11Protocol(H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         if len(self.connections) > self.max_connections:
-            _COUNTS["refused"] += 1
+            CONNECTIONS_CLOSED.labels("over the connection limit").inc()
             transport.abort()
             return
         self._arm_head_timer()
@@ -98,12 +99,8 @@ class BoundedH11Protocol(H11Protocol):
     def _head_too_late(self) -> None:
         self._head_timer = None
         if not self.transport.is_closing():
-            _COUNTS["head_timeouts"] += 1
+            CONNECTIONS_CLOSED.labels("request head too slow").inc()
             self.transport.close()
-
-
-# Connections the shim closed for its bounds, since it started: for the log and the tests.
-_COUNTS = {"refused": 0, "head_timeouts": 0}
 
 
 class AcceptErrorsCounted(logging.Filter):

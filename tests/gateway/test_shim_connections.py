@@ -22,6 +22,7 @@ from secondbrain.gateway.server import (
     start_shim,
 )
 from secondbrain.service.listener_bounds import SHIM_HEAD_TIMEOUT_SECONDS
+from secondbrain.service.observe import CONNECTIONS_CLOSED
 
 NOWHERE = {"ingest": "127.0.0.1:9", "retrieve": "127.0.0.1:9", "chat": "127.0.0.1:9"}
 # What the probe sent on each of its 20,000 connections: a request line and one header, never the blank line.
@@ -45,7 +46,12 @@ async def _closed_after(reader: asyncio.StreamReader, started: float) -> float:
     return time.monotonic() - started
 
 
+def _closed_count(reason: str) -> float:
+    return CONNECTIONS_CLOSED.labels(reason)._value.get()
+
+
 async def test_connections_that_never_finish_their_head_are_closed_in_time(shim: RunningShim) -> None:
+    counted = _closed_count("request head too slow")
     started = time.monotonic()
     opened = [await asyncio.open_connection("127.0.0.1", shim.port) for _ in range(300)]
     for _, writer in opened:
@@ -62,6 +68,8 @@ async def test_connections_that_never_finish_their_head_are_closed_in_time(shim:
     assert max(closed) < SHIM_HEAD_TIMEOUT_SECONDS + 3, f"the last was closed after {max(closed):.1f} s"
     # Not before the bound: an honest slow client has all of it.
     assert min(closed) > SHIM_HEAD_TIMEOUT_SECONDS - 1, f"the first was closed after {min(closed):.1f} s"
+    # Counted in the shim's /metrics, not logged one by one.
+    assert _closed_count("request head too slow") - counted == 300
 
 
 async def test_a_head_trickled_after_a_response_is_closed_too(shim: RunningShim) -> None:
@@ -80,12 +88,14 @@ async def test_connections_over_the_limit_are_closed_as_they_come(
     shim: RunningShim, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(BoundedH11Protocol, "max_connections", 50)
+    counted = _closed_count("over the connection limit")
     opened = [await asyncio.open_connection("127.0.0.1", shim.port) for _ in range(80)]
     started = time.monotonic()
     closed = await asyncio.gather(
         *(asyncio.wait_for(_closed_after(reader, started), 2) for reader, _ in opened[50:]), return_exceptions=True
     )
     assert all(isinstance(seconds, float) and seconds < 2 for seconds in closed), closed
+    assert _closed_count("over the connection limit") - counted == 30
     for _, writer in opened:
         writer.close()
 

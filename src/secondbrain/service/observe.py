@@ -65,6 +65,9 @@ HTTP_DURATION = Histogram(
     buckets=_CALL_BUCKETS,
 )  # fmt: skip
 CHAT_TURNS = Counter("secondbrain_chat_turns", "Chat turns, by how they ended", ["outcome"])
+CONNECTIONS_CLOSED = Counter(
+    "secondbrain_connections_closed", "Connections the shim closed for its bounds (listener_bounds.py)", ["reason"]
+)
 
 
 def start_metrics_server(host: str, port: int) -> int:
