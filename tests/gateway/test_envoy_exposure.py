@@ -57,5 +57,6 @@ async def test_envoy_at_our_debug_level_listens_on_one_tcp_port_and_logs_no_toke
     output = capfd.readouterr()
     logged = output.out + output.err
     assert '"path":"/api/chat/options"' in logged, "the access log records the request"
+    assert '"client":"127.0.0.1"' in logged, "and whom it came from (issue 47, friction 1)"
     assert TOKEN not in logged
     assert "my-private-search-words" not in logged
