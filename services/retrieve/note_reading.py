@@ -6,6 +6,7 @@ matter included) so a model can read on from a passage it was given.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 import asyncpg
@@ -56,11 +57,13 @@ class NoteLinks:
 
 
 def checked_path(path: str) -> str:
+    """`path` in Unicode NFC, as the index stores every note's (ingest's note_paths): a name macOS spells decomposed
+    (NFD) is the same note; InvalidInput for an empty or overlong one."""
     if not path.strip():
         raise InvalidInput("the note path is empty: give a vault-relative path such as 'Projects/Kitchen.md'")
     if len(path) > MAX_PATH_CHARS:
         raise InvalidInput(f"the note path is {len(path)} characters long; a note's path is at most {MAX_PATH_CHARS}")
-    return path
+    return unicodedata.normalize("NFC", path)
 
 
 def not_found(path: str, named: list[str] | None = None) -> NotFound:

@@ -3,6 +3,8 @@ as passages number them, paths the index does not hold refused, links resolved b
 
 from __future__ import annotations
 
+import unicodedata
+
 import grpc
 import pytest
 
@@ -160,3 +162,18 @@ async def test_a_note_stored_before_its_line_numbers_were_says_so_until_the_next
     assert synced.lines_known and (synced.start_line, synced.last_line) == (5, 13)
     # The note was read and rewritten, and kept every chunk's vector: nothing was embedded again.
     assert sum(r.path.endswith("/embeddings") for r in stack.llm.requests) == embedded_before > 0
+
+
+async def test_a_note_is_read_by_its_decomposed_spelling_too(stack: Stack) -> None:
+    # Found by a third probe (issue 47, friction 2): UpsertNote and DeleteNote took `café.md` spelled decomposed
+    # (as macOS writes names), GetNote answered NOT_FOUND.
+    stack.write("Café.md", "# Café\n\nThe one on the corner.\n")
+    await stack.ingest()
+    decomposed = unicodedata.normalize("NFD", "Café.md")
+    assert decomposed != "Café.md"
+    note = await stack.stub.GetNote(pb.GetNoteRequest(path=decomposed))
+    assert note.path == "Café.md" and "corner" in note.text
+    links = await stack.stub.GetNoteLinks(pb.GetNoteLinksRequest(path=decomposed))
+    assert links.path == "Café.md"
+    related = await stack.stub.GetRelatedNotes(pb.GetRelatedNotesRequest(path=decomposed))
+    assert related is not None
