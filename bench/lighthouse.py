@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -37,23 +36,15 @@ from playwright.async_api import async_playwright
 from bench.chat import free_port
 from bench.report import table, write_section
 from secondbrain.config import default_data_dir
+from tests.ui.chromium import CHROMIUM
+from tests.ui.chromium import CHROMIUM_FLAGS as BROWSER_TEST_FLAGS
 
 ROOT = Path(__file__).resolve().parents[1]
 LIGHTHOUSE_DIR = ROOT / "bench" / "lighthouse"
 LIGHTHOUSE = LIGHTHOUSE_DIR / "node_modules" / ".bin" / "lighthouse"
 VAULT = ROOT / "demo" / "vault"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# The browser tests' flags (tests/ui/conftest.py), headless.
-CHROMIUM_FLAGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+# The browser tests' flags, headless.
+CHROMIUM_FLAGS = ["--headless=new", *BROWSER_TEST_FLAGS]
 # What a phone opens: the search page (the start_url), browsing, a note, the chat.
 PAGES = {
     "search (/)": "/",

@@ -5,7 +5,6 @@ Chromium driven by Playwright. Every browser test file takes `page` (1280 x 800,
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,19 +17,9 @@ from tests.gateway.conftest import (
     Gateway,
     gateway,  # noqa: F401
 )
+from tests.ui.chromium import CHROMIUM, CHROMIUM_FLAGS
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# Root in a container needs --no-sandbox; the rest keeps Chromium off a network this machine does not have.
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def _check_prerequisites() -> None:
