@@ -5,31 +5,17 @@ no day at all, as the UI's DateChip shows none (issue 46, item 3)."""
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import grpc
 import pytest
 
-from secondbrain.chat.app import Chat
-from secondbrain.chat.server import build_chat
-from secondbrain.chat.server import create_server as create_chat_server
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
-from secondbrain.config import load_config
-from secondbrain.db import Database
-from secondbrain.ingest.server import build_ingestor
-from secondbrain.retrieve.server import build_retriever
-from secondbrain.retrieve.server import create_server as create_retrieve_server
-from secondbrain.service.auth import open_channel
-from secondbrain.service.runner import ServiceDeps
-from secondbrain.service.server import RunningServer
 from secondbrain.v1 import retrieval_pb2 as common
 from tests.chat.conftest import kinds, text_of
-from tests.environment import own_setting
+from tests.chat.quoting_stack import quoting_chat
 
 # The demo vault's running house log: a passage starting at its 6 October entry runs on to 27 November.
 HOUSE_LOG = Path(__file__).resolve().parents[2] / "demo" / "vault" / "Areas" / "Home" / "House Log.md"
@@ -47,46 +33,14 @@ NOTES = {
 async def chat(
     tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[pb_grpc.ChatServiceStub]:
-    for key in list(os.environ):
-        if own_setting(key):
-            monkeypatch.delenv(key)
     vault = tmp_path / "vault"
     (vault / "Areas" / "Home").mkdir(parents=True)
     shutil.copy(HOUSE_LOG, vault / "Areas" / "Home" / "House Log.md")
     for path, text in NOTES.items():
         (vault / path).parent.mkdir(parents=True, exist_ok=True)
         (vault / path).write_text(text, encoding="utf-8")
-    settings = {"embedding": {"provider": "local"}, "chat": {"default_provider": "extractive"}}
-    (vault / "secondbrain.json").write_text(json.dumps(settings))
-    monkeypatch.setenv("DATABASE_URL", database_url)
-    monkeypatch.setenv("SECONDBRAIN_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("SECONDBRAIN_VAULT", str(vault))
-    config = load_config()
-    db = await Database.open(config.settings)
-    retrieve: RunningServer | None = None
-    server: RunningServer | None = None
-    logic: Chat | None = None
-    channel: grpc.aio.Channel | None = None
-    try:
-        async for _ in build_ingestor(config, db, {}).sync(vault):
-            pass
-        retrieve = await create_retrieve_server("127.0.0.1:0", ServiceDeps(config, db), build_retriever(config, db, {}))
-        await retrieve.start()
-        logic = build_chat(config, db, {}, retrieve_address=f"127.0.0.1:{retrieve.port}")
-        server = await create_chat_server("127.0.0.1:0", ServiceDeps(config, db), logic)
-        await server.start()
-        channel = open_channel(f"127.0.0.1:{server.port}", config.settings.token)
-        yield pb_grpc.ChatServiceStub(channel)
-    finally:
-        if channel is not None:
-            await channel.close()
-        if server is not None:
-            await server.stop(grace=0.5)
-        if logic is not None:
-            await logic.close()
-        if retrieve is not None:
-            await retrieve.stop(grace=0.5)
-        await db.close()
+    async with quoting_chat(vault, tmp_path / "data", database_url, monkeypatch) as stub:
+        yield stub
 
 
 async def ask(chat: pb_grpc.ChatServiceStub, question: str, since: str = "") -> tuple[str, list[common.Passage]]:
