@@ -3,6 +3,7 @@
 import { useEffect, useState } from "react";
 import { ingest } from "./api";
 import type { GetIndexStatusResponse } from "./gen/secondbrain/ingest/v1/ingest_service_pb";
+import { vaultNameOf } from "./notePaths";
 
 const FRESHNESS_MS = 30_000;
 let latest: Promise<GetIndexStatusResponse> | undefined;
@@ -39,7 +40,7 @@ export function useIndexStatus(poll = false): GetIndexStatusResponse | undefined
   return status;
 }
 
-// The vault's name as Obsidian knows it: the last part of the path the index was last synced from.
+// The vault's name as Obsidian knows it, "" before the first sync.
 export function vaultName(status: GetIndexStatusResponse | undefined): string {
-  return status?.vaultPath.replace(/[\\/]+$/, "").split(/[\\/]/).pop() ?? "";
+  return status ? vaultNameOf(status.vaultPath) : "";
 }

@@ -43,6 +43,12 @@ export function chatUrl(conversationId?: string, about?: string): string {
 
 export const statusUrl = "/status";
 
+// The note in Obsidian: obsidian://open takes the vault's name (its folder's name) and the note's path without .md.
+export function obsidianUrl(vaultName: string, notePath: string): string {
+  const file = notePath.replace(/\.md$/i, "");
+  return `obsidian://open?vault=${encodeURIComponent(vaultName)}&file=${encodeURIComponent(file)}`;
+}
+
 // The note path of a /note/... pathname (react-router gives the splat still encoded per segment).
 export function notePathFrom(splat: string): string {
   return splat.split("/").map(decodeURIComponent).join("/");

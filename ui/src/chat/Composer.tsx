@@ -3,7 +3,8 @@
 import { useState } from "react";
 import { Link } from "react-router";
 import { noteUrl } from "../routes";
-import { MOST_NOTES, noteName } from "./scope";
+import { noteName } from "../notePaths";
+import { MOST_NOTES } from "./scope";
 import "./composer.css";
 
 export interface Scope {

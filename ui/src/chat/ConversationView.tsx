@@ -6,7 +6,7 @@ import { type Conversation, type Message, MessageStatus } from "../gen/secondbra
 import { MessageRole, type Passage } from "../gen/secondbrain/v1/retrieval_pb";
 import { storedAgent } from "./AgentSteps";
 import { Answer, isStoppedMessage } from "./Answer";
-import { noteName } from "./scope";
+import { noteName } from "../notePaths";
 import { SuggestedQuestions } from "./SuggestedQuestions";
 import type { LiveTurn } from "./useTurn";
 

@@ -6,15 +6,11 @@ import { useEffect, useRef } from "react";
 import type { Passage } from "../gen/secondbrain/v1/retrieval_pb";
 import { DateChip } from "../DateChip";
 import { LazyMarkdown } from "../LazyMarkdown";
+import { obsidianUrl } from "../routes";
 import { OPENS_PASSAGE, ReaderLink } from "./Cite";
 import { useDialogFocus } from "./focus";
 import "./passage.css";
 
-// The note in Obsidian: obsidian://open takes the vault's name (its folder's name) and the note's path without .md.
-export function obsidianUrl(vaultName: string, notePath: string): string {
-  const file = notePath.replace(/\.md$/i, "");
-  return `obsidian://open?vault=${encodeURIComponent(vaultName)}&file=${encodeURIComponent(file)}`;
-}
 
 function linesOf(passage: Passage): string {
   return passage.startLine === passage.endLine

@@ -4,7 +4,7 @@
 import { useEffect, useState } from "react";
 import { retrieve } from "../api";
 import type { SuggestedQuestion } from "../gen/secondbrain/retrieve/v1/retrieve_service_pb";
-import { noteName } from "./scope";
+import { noteName } from "../notePaths";
 
 const HOW_MANY = 4;
 

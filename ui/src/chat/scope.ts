@@ -7,10 +7,6 @@ import { retrieve } from "../api";
 // note, say) is asked about with the first links it makes.
 export const MOST_NOTES = 200;
 
-// "Home/Kitchen Renovation.md" -> "Kitchen Renovation".
-export function noteName(path: string): string {
-  return (path.split("/").pop() ?? path).replace(/\.md$/i, "");
-}
 
 export async function notesInScope(path: string): Promise<string[]> {
   const links = await retrieve.getNoteLinks({ path });

@@ -1,13 +1,10 @@
 // What the chat page needs before a question: the options (providers, models, personas), the settings, and from
 // the index the vault's name (for "Open in Obsidian") and its Obsidian "Strict line breaks".
 import { useEffect, useState } from "react";
-import { chat, ingest } from "../api";
+import { chat } from "../api";
 import type { GetOptionsResponse, Settings } from "../gen/secondbrain/chat/v1/chat_service_pb";
+import { readIndexStatus, vaultName as vaultNameIn } from "../indexStatus";
 
-// The vault's name as Obsidian knows it: the last part of the path the index was last synced from.
-function vaultNameOf(path: string): string {
-  return path.replace(/[\\/]+$/, "").split(/[\\/]/).pop() ?? "";
-}
 
 export function useChatSetup(fail: (error: unknown) => void) {
   const [options, setOptions] = useState<GetOptionsResponse>();
@@ -23,10 +20,9 @@ export function useChatSetup(fail: (error: unknown) => void) {
       })
       .catch(fail);
     // For "Open in Obsidian"; without it (no sync yet, the ingest service down) the link is left out.
-    ingest
-      .getIndexStatus({})
+    readIndexStatus()
       .then((status) => {
-        setVaultName(vaultNameOf(status.vaultPath) || undefined);
+        setVaultName(vaultNameIn(status) || undefined);
         setStrictLineBreaks(status.strictLineBreaks);
       })
       .catch(() => setVaultName(undefined));

@@ -2,6 +2,7 @@
 // to it, each opening in the reader (a backlink at the line the link is on).
 import { Link } from "react-router";
 import type { NoteLink } from "../gen/secondbrain/retrieve/v1/retrieve_service_pb";
+import { noteName } from "../notePaths";
 import { noteUrl } from "../routes";
 
 // One section beside the note: a heading (with a count) and what it lists, or a line saying there is nothing.
@@ -29,9 +30,6 @@ export function SideSection({
   );
 }
 
-export function noteName(path: string): string {
-  return (path.split("/").pop() ?? path).replace(/\.md$/i, "");
-}
 
 export function OutgoingLinks({ links }: { links: readonly NoteLink[] }) {
   const seen = new Set<string>();

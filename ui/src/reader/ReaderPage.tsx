@@ -6,7 +6,7 @@ import { Link, useLocation, useParams, useSearchParams } from "react-router";
 import { describeError, isUnauthenticated } from "../api";
 import { DateChip } from "../DateChip";
 import { useIndexStatus, vaultName } from "../indexStatus";
-import { browseUrl, chatUrl, notePathFrom, parseLines, tagUrl } from "../routes";
+import { browseUrl, chatUrl, notePathFrom, obsidianUrl, parseLines, tagUrl } from "../routes";
 import { Backlinks, OutgoingLinks } from "./NoteLinks";
 import { NoteMarkdown, resolvedLinks } from "./NoteMarkdown";
 import { type LoadedNote, takeNote } from "./noteLoad";
@@ -15,9 +15,6 @@ import { Properties } from "./Properties";
 import { RelatedNotes } from "./RelatedNotes";
 import "./reader.css";
 
-function obsidianUrl(vault: string, notePath: string): string {
-  return `obsidian://open?vault=${encodeURIComponent(vault)}&file=${encodeURIComponent(notePath.replace(/\.md$/i, ""))}`;
-}
 
 // The body without its own title (# Title as its first line, which the reader shows above the properties, as
 // Obsidian shows a note's name), and the file line it then starts on.
