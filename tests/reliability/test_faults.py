@@ -51,6 +51,15 @@ async def sync(cluster: Cluster, *, stop_after_files: int | None = None) -> list
     return events
 
 
+async def sessions_ended(connection: asyncpg.Connection, application: str) -> None:
+    """Wait (up to 30 s) until no database session of `application` is left: a killed client's sessions end once
+    they notice."""
+    query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1"
+    async with asyncio.timeout(30):
+        while await connection.fetchval(query, application):  # noqa: ASYNC110 - another server's state: no event
+            await asyncio.sleep(0.1)
+
+
 @dataclass
 class Turn:
     events: list[tuple[str, dict]] = field(default_factory=list)
@@ -121,6 +130,8 @@ async def test_ingest_killed_mid_sync_leaves_every_note_whole_and_the_next_sync_
         write_vault(cluster.vault, 30, version="versiontwo", start=NOTES)
         killed = await sync(cluster, stop_after_files=30)
         assert not any(e.HasField("done") for e in killed), "the sync should have been killed before its end"
+        # A COMMIT sent just before the kill still completes in its server session: read once those are gone.
+        await sessions_ended(connection, "secondbrain-ingest")
 
         rows = await connection.fetch(
             """SELECT f.path, f.body, array_agg(c.content ORDER BY c.chunk_index) AS chunks

@@ -152,14 +152,16 @@ class Database:
     embedded: bool
 
     @classmethod
-    async def open(cls, settings: Settings, *, session_state: bool = True) -> Database:
+    async def open(cls, settings: Settings, *, session_state: bool = True, name: str = "secondbrain") -> Database:
         """Connect to DATABASE_URL or the embedded server, check pgvector, migrate (unless
         SECONDBRAIN_MIGRATE_ON_START is false: a migration Job does it), and pool connections.
 
         `session_state=False` says this process's statements leave nothing in a connection's session: no
         session-level SET, advisory lock, LISTEN or cursor outside a transaction (settings go in `SET LOCAL`). Its
         pool then takes a connection back without asyncpg's reset statement (unlocking, unlistening, `RESET ALL`),
-        a round trip to the server on every release: three or four for each Retrieve."""
+        a round trip to the server on every release: three or four for each Retrieve.
+
+        `name` is the pool's `application_name`, so `pg_stat_activity` says which service holds each session."""
         embedded = settings.database_url is None
         dsn = await start_embedded(settings.embedded_pgdata) if embedded else settings.database_url
         assert dsn is not None
@@ -185,6 +187,7 @@ class Database:
             reset=None if session_state else _keep_session,
             timeout=settings.db_connect_timeout_seconds,
             command_timeout=60,
+            server_settings={"application_name": name},
         )
         log.info("database ready", extra={"database": redact(dsn), "embedded": embedded, "pgvector": version})
         return cls(pool=pool, dsn=dsn, embedded=embedded)

@@ -40,7 +40,7 @@ async def serve(
     settings = config.settings
     configure_logging(settings.log_level, settings.log_format, service=service)
     configure_tracing(service)
-    db = await Database.open(settings, session_state=session_state)
+    db = await Database.open(settings, session_state=session_state, name=f"secondbrain-{service}")
     address = f"{settings.host}:{settings.port_for(service) if port is None else port}"
     deps = ServiceDeps(config=config, db=db)
     # Its health checks say which database it serves, so a command configured for another one does not use it.
