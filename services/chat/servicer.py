@@ -20,7 +20,7 @@ from secondbrain.chat.app import Chat
 from secondbrain.chat.rate_limit import RateLimiter
 from secondbrain.chat.settings import SETTABLE, ResolvedSettings, SettingsChoices
 from secondbrain.chat.turn_events import Delta, Done, Error, Sources, TurnEvent
-from secondbrain.chat.turn_input import Scope
+from secondbrain.chat.turn_input import MAX_QUESTION_CHARS, Scope
 from secondbrain.chat.v1 import chat_service_pb2 as pb
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.errors import ResourceExhausted, Unavailable
@@ -75,6 +75,7 @@ def options_message(options: SettingsChoices) -> pb.GetOptionsResponse:
         ],
         personas=[pb.Persona(id=p.id, name=p.name, role=p.role, source=p.source) for p in options.personas],
         defaults=settings_message(options.defaults),
+        max_question_chars=MAX_QUESTION_CHARS,
     )
 
 

@@ -123,11 +123,12 @@ async def read_note(pool: asyncpg.Pool, path: str, start_line: int = 0, end_line
     )
 
 
-async def list_notes(pool: asyncpg.Pool, filters: Filters, limit: int = 0, newest_first: bool = False) -> NoteList:
+async def list_notes(pool: asyncpg.Pool, filters: Filters, limit: int = 0, order: str = "path") -> NoteList:
+    """The notes `filters` lets through, in `order` (see `store.note_reads.ORDERS`)."""
     if not 0 <= limit <= MAX_LIST_LIMIT:
         raise InvalidInput(f"limit is {limit}: ask for 1 to {MAX_LIST_LIMIT} notes, or 0 for {DEFAULT_LIST_LIMIT}")
     async with pool.acquire() as connection:
-        notes, total = await store.list_notes(connection, filters, limit or DEFAULT_LIST_LIMIT, newest_first)
+        notes, total = await store.list_notes(connection, filters, limit or DEFAULT_LIST_LIMIT, order)
     return NoteList(notes, total)
 
 

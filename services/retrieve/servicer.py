@@ -41,6 +41,13 @@ SEARCH_MODES: dict[pb.SearchMode.ValueType, Mode] = {
     pb.SEARCH_MODE_KEYWORD: "lexical",
     pb.SEARCH_MODE_SEMANTIC: "vector",
 }
+# ListNotes' orders, in the store's words (secondbrain.retrieve.store.note_reads.ORDERS).
+LIST_ORDERS: dict[pb.ListOrder.ValueType, str] = {
+    pb.LIST_ORDER_UNSPECIFIED: "path",
+    pb.LIST_ORDER_PATH: "path",
+    pb.LIST_ORDER_NEWEST: "newest",
+    pb.LIST_ORDER_OWN_DATE: "own date",
+}
 
 
 def filters_from(message: common.RetrievalFilters) -> Filters:
@@ -214,11 +221,11 @@ class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
         )
 
     async def ListNotes(self, request: pb.ListNotesRequest, context: grpc.aio.ServicerContext) -> pb.ListNotesResponse:
-        if request.order not in pb.ListOrder.values():
+        order = LIST_ORDERS.get(request.order)
+        if order is None:
             raise InvalidInput(f"unknown list order {request.order}")
-        newest = request.order == pb.LIST_ORDER_NEWEST
         listed = await note_reading.list_notes(
-            self.retriever.db.pool, filters_from(request.filters), request.limit, newest
+            self.retriever.db.pool, filters_from(request.filters), request.limit, order
         )
         return pb.ListNotesResponse(
             notes=[

@@ -98,14 +98,35 @@ async def notes_named(connection: asyncpg.Connection, name: str, limit: int = 5)
     return [row["path"] for row in rows]
 
 
+# The orders of a list of notes. "own date": newest first by the newest day a passage of the note is dated by the note
+# itself (its file name, front matter or a dated heading; not its file's modification time), within the filters' date
+# range when they have one, so a log listed for its January entry sorts by that entry; the notes with no such day
+# after, by path.
+ORDERS = ("path", "newest", "own date")
+
+
+def _order_by(p: Params, order: str, filters: Filters) -> str:
+    if order == "newest":
+        return "date_end DESC NULLS LAST, path"
+    if order != "own date":
+        return "path"
+    in_range = "true"
+    if filters.date_from or filters.date_to:
+        in_range = p.filters(Filters(date_from=filters.date_from, date_to=filters.date_to), "f", "c")
+    return f"""(SELECT max(c.date_end) FROM vault_chunks c
+                  WHERE c.file_id = f.id AND c.date_source <> {p.add(MODIFIED)} AND {in_range}) DESC NULLS LAST,
+                 path"""
+
+
 async def list_notes(
-    connection: asyncpg.Connection, filters: Filters, limit: int, newest_first: bool = False
+    connection: asyncpg.Connection, filters: Filters, limit: int, order: str = "path"
 ) -> tuple[list[ListedNote], int]:
-    """Up to `limit` notes the filters let through, by path (or newest first, by date), and how many there are in
-    all."""
+    """Up to `limit` notes the filters let through, in `order` (one of ORDERS: by path, newest first by the note's
+    date, or newest first by its own dates), and how many there are in all."""
     p = Params()
     where = f"{READABLE} AND {p.filters(filters, 'f')}"
     limit_p = p.add(limit)
+    order_by = _order_by(p, order, filters)
     statement = p.statement(f"""
         SELECT path, title, tags,
                -- Lines as GetNote counts them: a final newline ends the last line rather than starting one.
@@ -114,7 +135,7 @@ async def list_notes(
                date_start, date_end, date_source
         FROM vault_files f
         WHERE {where}
-        ORDER BY {"date_end DESC NULLS LAST, path" if newest_first else "path"}
+        ORDER BY {order_by}
         LIMIT {limit_p}
         """)
     rows = await fetch(connection, statement, vector_scan=False)

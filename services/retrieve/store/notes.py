@@ -79,14 +79,32 @@ def _substring_pattern(text: str) -> str | None:
     return "%" + like_escape(text) + "%"
 
 
+def _in_range(p: Params, filters: Filters) -> str:
+    """A boolean SQL expression: the `vault_chunks` row `c` is dated within the filters' date range ("true" without
+    one)."""
+    if not (filters.date_from or filters.date_to):
+        return "true"
+    return p.filters(Filters(date_from=filters.date_from, date_to=filters.date_to), "f", "c")
+
+
 def _lexical_ctes(p: Params, text: str, filters: Filters, depth: int) -> str:
     """CTEs `query` (the tsquery and the substring pattern) and `lexical_ranked` (id, score, rank), best `depth` notes.
 
     `query` is NOT MATERIALIZED so the planner substitutes its expressions: `f.tsv @@ <tsquery>` and
     `f.title ILIKE <pattern>` then compare an indexed column with a constant, and the four OR'ed conditions become a
     BitmapOr of the tsv GIN index and the three trigram GIN indexes. A NULL pattern (no substring match) folds away.
+
+    With a date range, a note holds the words only where a passage of it dated within the range does (or its path
+    or title does): a log whose January entry is in range and whose April entry has the words does not match.
     """
     where = p.filters(filters, "f")
+    dated = ""
+    if filters.date_from or filters.date_to:
+        dated = f"""
+          AND (f.title ILIKE q.pattern OR f.path ILIKE q.pattern OR EXISTS (
+                SELECT 1 FROM vault_chunks c
+                WHERE c.file_id = f.id AND {_in_range(p, filters)}
+                  AND (c.tsv @@ q.tsq OR c.content ILIKE q.pattern)))"""
     query, pattern, depth_p = p.add(text), p.add(_substring_pattern(text)), p.add(depth)
     return f"""
     query AS NOT MATERIALIZED (
@@ -107,7 +125,7 @@ def _lexical_ctes(p: Params, text: str, filters: Filters, depth: int) -> str:
                OR f.title ILIKE q.pattern OR f.path ILIKE q.pattern OR f.body ILIKE q.pattern)
           -- A file that failed before it was ever indexed has a title and no content: not a note to find.
           AND NOT (f.status = 'failed' AND f.body = '')
-          AND {where}
+          AND {where}{dated}
     ),
     lexical_ranked AS (
         SELECT id, score, row_number() OVER (ORDER BY score DESC, path) AS rank
@@ -128,7 +146,9 @@ def _vector_ctes(p: Params, vector: np.ndarray, filters: Filters, depth: int) ->
     relaxed_order, which may return rows slightly out of order: they are re-sorted here).
     """
     dim = int(vector.shape[0])
-    where = p.filters(filters, "f")
+    # The chunk itself within the date range, so a note's best chunk (its snippet and heading) is one of the days
+    # asked for.
+    where = p.filters(filters, "f", "c")
     vector_p = p.add(vector)
     candidates = p.add(min(max(depth * CHUNKS_PER_NOTE, HNSW_EF_SEARCH), MAX_CHUNK_CANDIDATES))
     depth_p = p.add(depth)
@@ -162,16 +182,17 @@ def _vector_ctes(p: Params, vector: np.ndarray, filters: Filters, depth: int) ->
 # matched, both come from the note's best matching chunk (`matched`), and so does the heading path, so a hit's label
 # is the section its snippet is from; the start of the body only when no chunk holds a match (a note found by its
 # path).
-def _matched_chunk() -> str:
-    """A LATERAL subquery `matched` (heading_path, text): the chunk of note `f` that best matches the query, its text
-    without the `Title > Heading` line ingest writes before a blank line."""
-    return """
+def _matched_chunk(in_range: str) -> str:
+    """A LATERAL subquery `matched` (heading_path, text): the chunk of note `f` that best matches the query among
+    those `in_range` lets through (the date range's), its text without the `Title > Heading` line ingest writes before
+    a blank line."""
+    return f"""
         LEFT JOIN LATERAL (
             SELECT c.heading_path,
                    CASE WHEN strpos(c.content, E'\\n\\n') > 0
                         THEN substr(c.content, strpos(c.content, E'\\n\\n') + 2) ELSE c.content END AS text
             FROM vault_chunks c
-            WHERE c.file_id = f.id AND (c.tsv @@ q.tsq OR c.content ILIKE q.pattern)
+            WHERE c.file_id = f.id AND (c.tsv @@ q.tsq OR c.content ILIKE q.pattern) AND {in_range}
             ORDER BY ts_rank_cd(c.tsv, q.tsq) DESC, c.chunk_index
             LIMIT 1
         ) matched ON true"""
@@ -198,7 +219,7 @@ def lexical_notes_statement(text: str, filters: Filters, limit: int) -> Statemen
     WITH {ctes}
     SELECT f.path, f.title, f.tags, f.date_start, f.date_end, f.date_source,
            l.score::float8 AS score, NULL::text AS chunk, true AS contains, {snippets}
-    FROM lexical_ranked l JOIN vault_files f ON f.id = l.id CROSS JOIN query q {_matched_chunk()}
+    FROM lexical_ranked l JOIN vault_files f ON f.id = l.id CROSS JOIN query q {_matched_chunk(_in_range(p, filters))}
     ORDER BY l.rank""")
 
 
@@ -248,7 +269,7 @@ def hybrid_notes_statement(text: str, vector: np.ndarray, filters: Filters, limi
     SELECT f.path, f.title, f.tags, f.date_start, f.date_end, f.date_source,
            h.score::float8 AS score, h.content AS chunk, h.lexical_matched AS contains,
            {snippets}
-    FROM top h JOIN vault_files f ON f.id = h.id CROSS JOIN query q {_matched_chunk()}
+    FROM top h JOIN vault_files f ON f.id = h.id CROSS JOIN query q {_matched_chunk(_in_range(p, filters))}
     ORDER BY h.score DESC, f.path""")
 
 

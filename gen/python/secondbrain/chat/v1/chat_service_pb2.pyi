@@ -184,6 +184,11 @@ class GetOptionsResponse(_message.Message):
     PROVIDERS_FIELD_NUMBER: _builtins.int
     PERSONAS_FIELD_NUMBER: _builtins.int
     DEFAULTS_FIELD_NUMBER: _builtins.int
+    MAX_QUESTION_CHARS_FIELD_NUMBER: _builtins.int
+    max_question_chars: _builtins.int
+    """The longest question SendMessage and Answer take, in characters (Unicode
+    code points, after trimming), so a client can say so before it sends.
+    """
     @_builtins.property
     def providers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Provider]:
         """Every known provider, available or not."""
@@ -202,10 +207,11 @@ class GetOptionsResponse(_message.Message):
         providers: _abc.Iterable[Global___Provider] | None = ...,
         personas: _abc.Iterable[Global___Persona] | None = ...,
         defaults: Global___Settings | None = ...,
+        max_question_chars: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["defaults", b"defaults"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["defaults", b"defaults", "personas", b"personas", "providers", b"providers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["defaults", b"defaults", "max_question_chars", b"max_question_chars", "personas", b"personas", "providers", b"providers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

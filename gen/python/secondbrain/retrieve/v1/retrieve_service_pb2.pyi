@@ -62,6 +62,13 @@ class _ListOrderEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ListOrder.V
     """Newest first, by the note's date (its daily-note name, front matter or
     modification time), then by path.
     """
+    LIST_ORDER_OWN_DATE: _ListOrder.ValueType  # 3
+    """Newest first by the notes' own dates (a daily note's name, front matter
+    or dated headings, never the file's modification time): a note's newest
+    passage so dated, within the filters' date range when they have one; the
+    notes with no such date after, by path. The search page's list of the
+    notes its filters select.
+    """
 
 class ListOrder(_ListOrder, metaclass=_ListOrderEnumTypeWrapper):
     """How ListNotes orders the notes."""
@@ -73,6 +80,13 @@ LIST_ORDER_PATH: ListOrder.ValueType  # 1
 LIST_ORDER_NEWEST: ListOrder.ValueType  # 2
 """Newest first, by the note's date (its daily-note name, front matter or
 modification time), then by path.
+"""
+LIST_ORDER_OWN_DATE: ListOrder.ValueType  # 3
+"""Newest first by the notes' own dates (a daily note's name, front matter
+or dated headings, never the file's modification time): a note's newest
+passage so dated, within the filters' date range when they have one; the
+notes with no such date after, by path. The search page's list of the
+notes its filters select.
 """
 Global___ListOrder: _TypeAlias = ListOrder  # noqa: Y015
 
