@@ -233,6 +233,8 @@ async def run_status(config: Config, *, files: bool, address: str | None, as_jso
     console.print(f"Model: {model.provider}:{model.name} ({model.dimension}-d)" if model.name else "Model: none yet")
     last = status.last_sync.ToDatetime().isoformat(timespec="seconds") if status.HasField("last_sync") else "never"
     console.print(f"Last sync: {last}" + (f" of {status.vault_path}" if status.vault_path else ""))
+    if (run_line := _unfinished_run_line(status)) is not None:
+        console.print(run_line, markup=False, highlight=False)
     changed = status.last_change.ToDatetime().isoformat(timespec="seconds") if status.HasField("last_change") else ""
     if status.watching:
         pending = f"{counted(status.pending_changes, 'change')} not indexed yet"
@@ -250,3 +252,19 @@ async def run_status(config: Config, *, files: bool, address: str | None, as_jso
         console.print(hanging(console, f"{state:<8}", Text(line)))
     if warned:
         console.print(f"{counted(warned, 'note')} indexed with a warning: `secondbrain status --files` says which.")
+
+
+def _unfinished_run_line(status: pb.GetIndexStatusResponse) -> str | None:
+    """What became of the last sync started, when it is not the last that succeeded: running, or how it ended."""
+    if not status.HasField("last_run") or status.last_run.state == pb.SYNC_RUN_STATE_SUCCEEDED:
+        return None
+    run = status.last_run
+    started = run.started_at.ToDatetime().isoformat(timespec="seconds")
+    if run.state == pb.SYNC_RUN_STATE_RUNNING:
+        return f"A sync is running, since {started}."
+    ended = {
+        pb.SYNC_RUN_STATE_FAILED: "failed",
+        pb.SYNC_RUN_STATE_CANCELLED: "was cancelled",
+        pb.SYNC_RUN_STATE_INTERRUPTED: "was interrupted",
+    }.get(run.state, "ended")
+    return f"The sync started {started} {ended}" + (f": {run.error}" if run.error else ".")

@@ -111,12 +111,32 @@ class Ingestor:
             if not await store.try_lock_sync(lock):
                 raise SyncBusy("a sync of this index is already running; try again when it has finished")
             try:
+                await self._close_interrupted_runs(lock)
                 if not replace_vault:
                     await self._refuse_another_vault(lock, root)
                 async for event in self._sync_locked(root, force):
                     yield event
             finally:
                 await store.unlock_sync(lock)
+
+    async def close_interrupted_runs(self) -> None:
+        """Mark the runs of syncs whose process died as interrupted, unless a sync is running (another ingest
+        process's: then it holds the lock, and its own run is the one 'running'). An ingest process does this as
+        it starts, so the status tells a killed sync from a running one before the next sync starts."""
+        async with self.db.pool.acquire() as lock:
+            if not await store.try_lock_sync(lock):
+                return
+            try:
+                await self._close_interrupted_runs(lock)
+            finally:
+                await store.unlock_sync(lock)
+
+    @staticmethod
+    async def _close_interrupted_runs(lock: asyncpg.Connection) -> None:
+        """With the sync lock held on `lock`: every run still 'running' was left by a process that died."""
+        if closed := await store.close_interrupted_runs(lock):
+            log.warning("syncs left running by an ingest process that stopped are marked interrupted",
+                        extra={"runs": closed})  # fmt: skip
 
     @staticmethod
     async def _refuse_another_vault(connection: asyncpg.Connection, root: Path) -> None:
@@ -184,8 +204,9 @@ class Ingestor:
                 await asyncio.shield(self._finish_run(run_id, status, totals))
             except Exception:
                 log.exception(
-                    "the end of a sync could not be recorded: its run stays 'running' in ingest_runs, and the index "
-                    "status names an earlier sync as the last",
+                    "the end of a sync could not be recorded: its run stays 'running' in ingest_runs until the next "
+                    "sync (or ingest process starting) marks it interrupted, and the index status names an earlier "
+                    "sync as the last",
                     extra={"run_id": run_id, "status": status},
                 )
 

@@ -58,6 +58,7 @@ async def create_server(
     )
     if one_command:
         return running
+    running.background.append(asyncio.create_task(_close_interrupted_runs(ingestor)))
     # Every ingest process helps with every sync's queue, whoever started the sync.
     running.background.append(asyncio.create_task(run_queue_worker(ingestor)))
     settings = deps.config.settings
@@ -66,6 +67,15 @@ async def create_server(
             asyncio.create_task(_sync_periodically(ingestor, settings.vault, settings.sync_interval_seconds))
         )
     return running
+
+
+async def _close_interrupted_runs(ingestor: Ingestor) -> None:
+    """Once, as the process starts: syncs a dead ingest process left 'running' are marked interrupted (a new sync
+    does it too, so a database that is not up yet only delays it)."""
+    try:
+        await ingestor.close_interrupted_runs()
+    except Exception as error:
+        log.warning("could not mark interrupted syncs", extra={"error": str(error)})
 
 
 async def _sync_periodically(ingestor: Ingestor, vault: Path, interval: float) -> None:

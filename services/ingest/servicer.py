@@ -34,6 +34,13 @@ OUTCOMES = {
 # How long a SyncVault that goes on watching waits for a sync under way (a watched round's) before its own.
 FOLLOWER_WAITS_SECONDS = 60.0
 STATES = {"indexed": pb.FILE_STATE_INDEXED, "pending": pb.FILE_STATE_PENDING, "failed": pb.FILE_STATE_FAILED}
+RUN_STATES = {
+    "running": pb.SYNC_RUN_STATE_RUNNING,
+    "succeeded": pb.SYNC_RUN_STATE_SUCCEEDED,
+    "failed": pb.SYNC_RUN_STATE_FAILED,
+    "cancelled": pb.SYNC_RUN_STATE_CANCELLED,
+    "interrupted": pb.SYNC_RUN_STATE_INTERRUPTED,
+}
 
 
 def _totals(totals: Totals) -> pb.SyncTotals:
@@ -80,6 +87,17 @@ def sync_event(event: SyncStarted | FileDone | SyncFinished) -> pb.SyncVaultResp
     return pb.SyncVaultResponse(done=pb.SyncDone(totals=_totals(event.totals), milliseconds=event.milliseconds))
 
 
+def _run(run: store.SyncRun | None) -> pb.SyncRun | None:
+    if run is None:
+        return None
+    return pb.SyncRun(
+        state=RUN_STATES[run.status],
+        started_at=timestamp(run.started_at),
+        finished_at=timestamp(run.finished_at),
+        error=run.error,
+    )
+
+
 def status_response(status: store.IndexStatus) -> pb.GetIndexStatusResponse:
     return pb.GetIndexStatusResponse(
         notes=status.notes,
@@ -89,6 +107,7 @@ def status_response(status: store.IndexStatus) -> pb.GetIndexStatusResponse:
         embedding_model=_model(status.model),
         last_sync=timestamp(status.last_sync),
         vault_path=status.vault_path,
+        last_run=_run(status.last_run),
         files=[
             pb.FileStatus(
                 path=row.path,

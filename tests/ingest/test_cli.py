@@ -10,6 +10,7 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from tests.command import run_secondbrain
@@ -106,6 +107,28 @@ async def test_ingest_json_lines_and_exit_code_on_a_failed_note(vault: Vault, cl
     status = json.loads(stdout)
     assert status["failed_notes"] == 1
     assert [f["path"] for f in status["files"] if f["state"] == "FILE_STATE_FAILED"] == ["Bad.md"]
+
+
+async def test_status_says_a_sync_was_interrupted_until_one_succeeds(vault: Vault, cli_env: dict[str, str]) -> None:
+    vault.write("Good.md", ARCHITECTURE_NOTE)
+    await run_secondbrain("ingest", str(vault.root), env=cli_env)
+    connection = await asyncpg.connect(cli_env["DATABASE_URL"])
+    try:  # what an ingest process killed mid-sync leaves, once the next process to start has seen it
+        await connection.execute(
+            "INSERT INTO ingest_runs (vault_path, status, finished_at, error) VALUES ($1, 'interrupted', now(), $2)",
+            str(vault.root),
+            "the ingest process running this sync stopped before it finished",
+        )
+    finally:
+        await connection.close()
+    code, stdout, _ = await run_secondbrain("status", env=cli_env)
+    assert code == 0
+    interrupted = [line for line in stdout.splitlines() if line.startswith("The sync started ")]
+    assert interrupted and interrupted[0].endswith("was interrupted: the ingest process running this sync stopped "
+                                                   "before it finished"), stdout  # fmt: skip
+    await run_secondbrain("ingest", str(vault.root), env=cli_env)
+    code, stdout, _ = await run_secondbrain("status", env=cli_env)
+    assert "The sync started" not in stdout and "A sync is running" not in stdout, stdout
 
 
 async def test_ingest_through_a_running_service(ingest: Ingest) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 
+import asyncpg
 import grpc
 import pytest
 
@@ -510,3 +511,52 @@ async def test_a_sync_whose_end_cannot_be_recorded_finishes_and_says_so_in_the_l
     assert events[-1].WhichOneof("event") == "done", "the sync completes"
     logged = [record for record in caplog.records if "the end of a sync could not be recorded" in record.message]
     assert logged and logged[0].exc_info is not None, "logged with the error, not dropped"
+
+
+async def index_status(ingest: Ingest) -> pb.GetIndexStatusResponse:
+    return await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(), timeout=10)
+
+
+async def test_a_sync_left_running_by_a_dead_process_is_interrupted_but_not_one_another_process_runs(
+    ingest: Ingest,
+) -> None:
+    ingest.vault.write("Architecture.md", ARCHITECTURE_NOTE)
+    await ingest.sync()
+    async with ingest.db.pool.acquire() as connection:
+        # What an ingest process killed mid-sync leaves: its run 'running', the sync lock gone with its session.
+        dead = await connection.fetchval("INSERT INTO ingest_runs (vault_path) VALUES ('/gone') RETURNING id")
+    other = await asyncpg.connect(os.environ["DATABASE_URL"])
+    try:
+        # Another ingest process's sync holds the lock: while it does, its run is the one running, left alone.
+        assert await store.try_lock_sync(other)
+        await ingest.restart()
+        with pytest.raises(grpc.aio.AioRpcError):
+            await ingest.sync()
+        status = await index_status(ingest)
+        assert status.last_run.state == pb.SYNC_RUN_STATE_RUNNING and not status.last_run.HasField("finished_at")
+        await store.unlock_sync(other)
+    finally:
+        await other.close()
+    # Nobody holds the lock now: a process starting marks the run interrupted, saying why.
+    await ingest.restart()
+    async with asyncio.timeout(30):
+        # The server's background work as it starts: no event to wait on.
+        while (status := await index_status(ingest)).last_run.state == pb.SYNC_RUN_STATE_RUNNING:  # noqa: ASYNC110
+            await asyncio.sleep(0.1)
+    assert status.last_run.state == pb.SYNC_RUN_STATE_INTERRUPTED and status.last_run.HasField("finished_at")
+    assert "stopped before it finished" in status.last_run.error
+    assert status.HasField("last_sync"), "the last sync that succeeded is still named"
+    events = await ingest.sync()
+    assert events[-1].WhichOneof("event") == "done"
+    async with ingest.db.pool.acquire() as connection:
+        assert await connection.fetchval("SELECT status FROM ingest_runs WHERE id = $1", dead) == "interrupted"
+    assert (await index_status(ingest)).last_run.state == pb.SYNC_RUN_STATE_SUCCEEDED
+
+
+async def test_a_new_sync_marks_a_dead_process_run_interrupted(ingest: Ingest) -> None:
+    async with ingest.db.pool.acquire() as connection:
+        dead = await connection.fetchval("INSERT INTO ingest_runs (vault_path) VALUES ('/gone') RETURNING id")
+    ingest.vault.write("Architecture.md", ARCHITECTURE_NOTE)
+    await ingest.sync()
+    async with ingest.db.pool.acquire() as connection:
+        assert await connection.fetchval("SELECT status FROM ingest_runs WHERE id = $1", dead) == "interrupted"

@@ -39,13 +39,14 @@ from secondbrain.ingest.store.queue import (
 )
 from secondbrain.ingest.store.runs import (
     SYNC_LOCK_KEY,
+    close_interrupted_runs,
     finish_run,
     last_synced_vault,
     start_run,
     try_lock_sync,
     unlock_sync,
 )
-from secondbrain.ingest.store.status import FileStatusRow, IndexStatus, index_status
+from secondbrain.ingest.store.status import FileStatusRow, IndexStatus, SyncRun, index_status
 
 __all__ = [
     "QUEUE_CHANNEL",
@@ -58,7 +59,9 @@ __all__ = [
     "NoteRow",
     "PersonaRow",
     "QueueItem",
+    "SyncRun",
     "claim",
+    "close_interrupted_runs",
     "delete_notes",
     "enqueue",
     "ensure_chunking",

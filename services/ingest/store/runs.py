@@ -26,6 +26,24 @@ async def last_synced_vault(connection: asyncpg.Connection) -> str | None:
     )
 
 
+# What an interrupted run's `error` says.
+INTERRUPTED_ERROR = (
+    "the ingest process running this sync stopped before it finished (killed, out of memory, or cut off from the "
+    "database); the next sync picks up where it left off"
+)
+
+
+async def close_interrupted_runs(connection: asyncpg.Connection) -> int:
+    """Mark every run still 'running' as interrupted; returns how many. Only for a caller holding the sync lock: a
+    sync holds it from before its run starts until after the run's end is recorded, so with the lock held, a run
+    still 'running' belongs to a process that died (its session, and the lock with it, ended)."""
+    status = await connection.execute(
+        "UPDATE ingest_runs SET status = 'interrupted', finished_at = now(), error = $1 WHERE status = 'running'",
+        INTERRUPTED_ERROR,
+    )
+    return int(status.split()[-1])
+
+
 async def start_run(connection: asyncpg.Connection, vault_path: str) -> int:
     return int(await connection.fetchval("INSERT INTO ingest_runs (vault_path) VALUES ($1) RETURNING id", vault_path))
 

@@ -24,6 +24,16 @@ class FileStatusRow:
 
 
 @dataclass(frozen=True)
+class SyncRun:
+    """The last sync started, however it ended: 'running', 'succeeded', 'failed', 'cancelled' or 'interrupted'."""
+
+    status: str
+    started_at: datetime
+    finished_at: datetime | None
+    error: str
+
+
+@dataclass(frozen=True)
 class IndexStatus:
     notes: int
     chunks: int
@@ -35,6 +45,7 @@ class IndexStatus:
     files: list[FileStatusRow]
     # When a note was last written or a sync last deleted one: the index's last change, whoever made it.
     last_change: datetime | None = None
+    last_run: SyncRun | None = None
 
 
 async def index_status(connection: asyncpg.Connection, include_files: bool, path_prefix: str) -> IndexStatus:
@@ -53,6 +64,9 @@ async def index_status(connection: asyncpg.Connection, include_files: bool, path
     )
     run = await connection.fetchrow(
         "SELECT finished_at, vault_path FROM ingest_runs WHERE status = 'succeeded' ORDER BY id DESC LIMIT 1"
+    )
+    last = await connection.fetchrow(
+        "SELECT status, started_at, finished_at, error FROM ingest_runs ORDER BY id DESC LIMIT 1"
     )
     files: list[FileStatusRow] = []
     if include_files:
@@ -83,4 +97,5 @@ async def index_status(connection: asyncpg.Connection, include_files: bool, path
         vault_path=run["vault_path"] if run else "",
         files=files,
         last_change=counts["last_change"],
+        last_run=SyncRun(last["status"], last["started_at"], last["finished_at"], last["error"]) if last else None,
     )

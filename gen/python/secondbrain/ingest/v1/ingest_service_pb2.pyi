@@ -84,6 +84,46 @@ FILE_STATE_FAILED: FileState.ValueType  # 3
 """Could not be indexed; the reason says why."""
 Global___FileState: _TypeAlias = FileState  # noqa: Y015
 
+class _SyncRunState:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _SyncRunStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_SyncRunState.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    SYNC_RUN_STATE_UNSPECIFIED: _SyncRunState.ValueType  # 0
+    """Not set."""
+    SYNC_RUN_STATE_RUNNING: _SyncRunState.ValueType  # 1
+    """Still running."""
+    SYNC_RUN_STATE_SUCCEEDED: _SyncRunState.ValueType  # 2
+    """Finished: the index is in step with the vault as the sync read it."""
+    SYNC_RUN_STATE_FAILED: _SyncRunState.ValueType  # 3
+    """Stopped by an error, which `error` gives when it was recorded."""
+    SYNC_RUN_STATE_CANCELLED: _SyncRunState.ValueType  # 4
+    """Stopped by its caller."""
+    SYNC_RUN_STATE_INTERRUPTED: _SyncRunState.ValueType  # 5
+    """Its ingest process stopped part way (killed, out of memory, cut off from
+    the database); the next sync picks up where it left off.
+    """
+
+class SyncRunState(_SyncRunState, metaclass=_SyncRunStateEnumTypeWrapper):
+    """How a sync ended, or that it is running."""
+
+SYNC_RUN_STATE_UNSPECIFIED: SyncRunState.ValueType  # 0
+"""Not set."""
+SYNC_RUN_STATE_RUNNING: SyncRunState.ValueType  # 1
+"""Still running."""
+SYNC_RUN_STATE_SUCCEEDED: SyncRunState.ValueType  # 2
+"""Finished: the index is in step with the vault as the sync read it."""
+SYNC_RUN_STATE_FAILED: SyncRunState.ValueType  # 3
+"""Stopped by an error, which `error` gives when it was recorded."""
+SYNC_RUN_STATE_CANCELLED: SyncRunState.ValueType  # 4
+"""Stopped by its caller."""
+SYNC_RUN_STATE_INTERRUPTED: SyncRunState.ValueType  # 5
+"""Its ingest process stopped part way (killed, out of memory, cut off from
+the database); the next sync picks up where it left off.
+"""
+Global___SyncRunState: _TypeAlias = SyncRunState  # noqa: Y015
+
 @_typing.final
 class SyncVaultRequest(_message.Message):
     """A request to sync a vault."""
@@ -530,6 +570,44 @@ class FileStatus(_message.Message):
 Global___FileStatus: _TypeAlias = FileStatus  # noqa: Y015
 
 @_typing.final
+class SyncRun(_message.Message):
+    """One sync of the vault."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATE_FIELD_NUMBER: _builtins.int
+    STARTED_AT_FIELD_NUMBER: _builtins.int
+    FINISHED_AT_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    state: Global___SyncRunState.ValueType
+    """How it ended, or that it is running."""
+    error: _builtins.str
+    """Why it did not succeed, in words; empty when that was not recorded."""
+    @_builtins.property
+    def started_at(self) -> _timestamp_pb2.Timestamp:
+        """When it started."""
+
+    @_builtins.property
+    def finished_at(self) -> _timestamp_pb2.Timestamp:
+        """When it ended (or was found interrupted); unset while it runs."""
+
+    def __init__(
+        self,
+        *,
+        state: Global___SyncRunState.ValueType = ...,
+        started_at: _timestamp_pb2.Timestamp | None = ...,
+        finished_at: _timestamp_pb2.Timestamp | None = ...,
+        error: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["finished_at", b"finished_at", "started_at", b"started_at"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "finished_at", b"finished_at", "started_at", b"started_at", "state", b"state"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SyncRun: _TypeAlias = SyncRun  # noqa: Y015
+
+@_typing.final
 class GetIndexStatusResponse(_message.Message):
     """What the index holds."""
 
@@ -547,6 +625,7 @@ class GetIndexStatusResponse(_message.Message):
     WATCHING_FIELD_NUMBER: _builtins.int
     PENDING_CHANGES_FIELD_NUMBER: _builtins.int
     LAST_CHANGE_FIELD_NUMBER: _builtins.int
+    LAST_RUN_FIELD_NUMBER: _builtins.int
     notes: _builtins.int
     """Notes stored."""
     chunks: _builtins.int
@@ -584,6 +663,12 @@ class GetIndexStatusResponse(_message.Message):
         unset before the first.
         """
 
+    @_builtins.property
+    def last_run(self) -> Global___SyncRun:
+        """The last sync started, however it ended (`last_sync` is the last that
+        succeeded); unset before the first.
+        """
+
     def __init__(
         self,
         *,
@@ -599,10 +684,11 @@ class GetIndexStatusResponse(_message.Message):
         watching: _builtins.bool = ...,
         pending_changes: _builtins.int = ...,
         last_change: _timestamp_pb2.Timestamp | None = ...,
+        last_run: Global___SyncRun | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["embedding_model", b"embedding_model", "last_change", b"last_change", "last_sync", b"last_sync"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["embedding_model", b"embedding_model", "last_change", b"last_change", "last_run", b"last_run", "last_sync", b"last_sync"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "embedded_chunks", b"embedded_chunks", "embedding_model", b"embedding_model", "failed_notes", b"failed_notes", "files", b"files", "last_change", b"last_change", "last_sync", b"last_sync", "notes", b"notes", "pending_changes", b"pending_changes", "strict_line_breaks", b"strict_line_breaks", "vault_path", b"vault_path", "watching", b"watching"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chunks", b"chunks", "embedded_chunks", b"embedded_chunks", "embedding_model", b"embedding_model", "failed_notes", b"failed_notes", "files", b"files", "last_change", b"last_change", "last_run", b"last_run", "last_sync", b"last_sync", "notes", b"notes", "pending_changes", b"pending_changes", "strict_line_breaks", b"strict_line_breaks", "vault_path", b"vault_path", "watching", b"watching"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
