@@ -1,7 +1,8 @@
 """The request one turn sends to the model: the system prompt with the passages, as much history as fits, the question.
 
-The system prompt is the base prompt (the settings'), the persona's definition when one is chosen, then the
-numbered passages the answer may cite. The budget is the model's context window (from the presets; 0, unknown, is
+The system prompt is the base prompt (the settings'), the persona's definition when one is chosen, the asker's date
+and time (a model cannot read "last week", or tell a plan from what happened, without it), then the numbered
+passages the answer may cite. The budget is the model's context window (from the presets; 0, unknown, is
 taken as 8192 tokens) minus the room kept for the answer, the system prompt and the question, counted with tiktoken;
 what is left goes to the most recent whole messages of the conversation, newest first. The passages are also passed
 as `SourcePassage`s, which is how the extractive provider, with no model to read a prompt, reads them.
@@ -17,6 +18,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from secondbrain.date_sources import MODIFIED, said
 from secondbrain.llm import ChatMessage, ChatRequest, SourcePassage
@@ -156,10 +158,30 @@ def passages_block(passages: Sequence[common.Passage]) -> str:
     return f"<passages>\n{body}\n</passages>"
 
 
-def system_prompt(base: str, persona_definition: str, passages: Sequence[common.Passage]) -> str:
+def asker_moment(now: str) -> datetime:
+    """The asker's now as the turn was given it (ISO 8601 with its offset, checked before the turn began), else this
+    server's."""
+    return datetime.fromisoformat(now) if now else datetime.now().astimezone()
+
+
+def moment_line(moment: datetime) -> str:
+    """`The asker's date and time: Friday 4 December 2026, 21:40 (UTC+01:00). ...`"""
+    offset = moment.strftime("%z")
+    offset = f"{offset[:3]}:{offset[3:]}" if offset else ""
+    return (
+        f"The asker's date and time: {moment:%A} {moment.day} {moment:%B %Y, %H:%M} (UTC{offset}). Read times in "
+        'the question ("last week", "yesterday") and the passages\' dates against it: what a passage dates after '
+        "it is a plan, not what happened."
+    )
+
+
+def system_prompt(
+    base: str, persona_definition: str, passages: Sequence[common.Passage], moment: datetime | None = None
+) -> str:
     parts = [base.strip()]
     if persona_definition.strip():
         parts.append(f"<persona>\n{persona_definition.strip()}\n</persona>")
+    parts.append(moment_line(moment or datetime.now().astimezone()))
     numbers = ", ".join(f"[{p.number}]" for p in passages) or "none"
     parts.append(
         f"The passages for this question (cite only these numbers: {numbers}). {PASSAGES_ARE_DATA}\n"
@@ -189,10 +211,13 @@ def build_request(
     history: Sequence[ChatMessage],
     question: str,
     dated_range: bool = False,
+    now: str = "",
 ) -> tuple[ChatRequest, Budget]:
     """The request for one turn, and the budget it was fitted to; `dated_range`: the search was kept to days the
-    asker named (see ChatRequest.later_first)."""
-    system = system_prompt(base_prompt, persona_definition, passages)
+    asker named (see ChatRequest.later_first); `now`: the asker's moment (ISO 8601 with its offset; "" for this
+    server's)."""
+    moment = asker_moment(now)
+    system = system_prompt(base_prompt, persona_definition, passages, moment)
     shares = budget(context_window, system, question)
     kept = fit_history(history, shares.history)
     request = ChatRequest(
@@ -214,5 +239,6 @@ def build_request(
             for p in passages
         ],
         later_first=not dated_range,
+        today=moment.date().isoformat(),
     )
     return request, shares

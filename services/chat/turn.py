@@ -78,9 +78,6 @@ PLACEHOLDER_ERROR = "no answer yet: it is still being written, or the chat servi
 CANCELLED_ERROR = "the answer stopped part way because the client cancelled the request"
 CANCELLED_BEFORE_ERROR = "the client cancelled the request before the answer began"
 ABANDONED_ERROR = "the chat service stopped before this answer finished; ask again"
-# No turn runs this long (retrieval is bounded by its deadline, a stream by Envoy's idle timeout and the provider's),
-# so an answer still pending after it belongs to a chat process that died.
-ABANDONED_AFTER_SECONDS = 15 * 60
 # How long storing a turn's question or outcome may take once its client has gone: a wait for a pooled connection
 # and the statements, each already bounded by STATEMENT_TIMEOUT.
 STORE_DEADLINE_SECONDS = 3 * store.STATEMENT_TIMEOUT
@@ -208,8 +205,9 @@ class Turns:
         respond = self._respond(
             question, earlier, opened.persona, settings, scope, answer, opened.user_message_id, started
         )
-        # Watched while it runs: a DELETE of the conversation (by any chat process) stops it.
-        watch = DeletionWatch(self.db, conversation_id, message_id)
+        # Watched while it runs: a DELETE of the conversation (by any chat process) stops it; the watch also renews
+        # the answer's lease with the text so far, kept if this process dies.
+        watch = DeletionWatch(self.db, conversation_id, message_id, streamed=lambda: "".join(answer.parts))
         try:
             async with contextlib.aclosing(respond) as events:
                 async for event in watch.until_deleted(events):
@@ -326,6 +324,7 @@ class Turns:
             history=earlier,
             question=question,
             dated_range=answer.retrieval.plan.dated_range,
+            now=scope.now,
         )
         if mode == "agent":
             assert answer.agent is not None

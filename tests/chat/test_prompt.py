@@ -54,6 +54,18 @@ def test_the_system_prompt_holds_the_base_the_persona_and_the_numbered_passages(
     assert "<persona>" not in request(0, [])[0].system
 
 
+def test_the_system_prompt_says_the_askers_date_and_time_and_hands_the_provider_their_day() -> None:
+    made, _ = build_request(
+        model="m", context_window=0, base_prompt="Answer.", persona_definition="", passages=PASSAGES, history=[],
+        question="What did I plant last week?", now="2026-05-03T08:15:00+02:00",
+    )  # fmt: skip
+    assert "The asker's date and time: Sunday 3 May 2026, 08:15 (UTC+02:00)." in made.system
+    assert made.system.index("asker's date") < made.system.index("<passages>")
+    assert made.today == "2026-05-03"
+    # With no moment sent, the server's own (a day of this year, whatever it is).
+    assert request(0, [])[0].today[:4].isdigit()
+
+
 def test_everything_fits_in_a_large_window() -> None:
     earlier = history(5)
     made, _ = request(200_000, earlier)

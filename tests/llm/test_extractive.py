@@ -448,6 +448,14 @@ def test_of_two_dated_statements_alike_the_later_is_quoted_though_ranked_lower()
     ]
 
 
+def test_a_statement_dated_after_the_askers_day_does_not_supersede_what_was_true_then() -> None:
+    # Asked on 1 March, April's repaint had not happened yet: February's choice is the answer.
+    before = best_sentences("What paint is on the kitchen wall?", [PAINT_PLAN, PAINT_CHANGED], today="2026-03-01")
+    assert before[0].text.startswith("Chose the paint"), before
+    after = best_sentences("What paint is on the kitchen wall?", [PAINT_PLAN, PAINT_CHANGED], today="2026-04-11")
+    assert after[0].text.startswith("New paint"), after
+
+
 def test_within_days_the_asker_named_the_search_order_decides_not_the_later() -> None:
     chosen = best_sentences("What paint is on the kitchen wall?", [PAINT_PLAN, PAINT_CHANGED], later_first=False)
     assert chosen[0].text.startswith("Chose the paint"), "February was asked for"

@@ -160,11 +160,16 @@ def _near_duplicate(a: Unit, b: Unit) -> bool:
 
 
 def _choose(
-    words: list[frozenset[str]], candidates: list[Unit], later_first: bool = True, slot: Slot | None = None
+    words: list[frozenset[str]],
+    candidates: list[Unit],
+    later_first: bool = True,
+    slot: Slot | None = None,
+    today: str = "",
 ) -> list[Unit]:
     """Greedy coverage: each quote is the one adding the most weight of question words not yet covered, weighed by
     its passage's place in the search. In the order they were chosen, the best first. With a `slot`, the first is a
-    statement holding a value of the kind asked for, when one says enough of the question (SLOT_SHARE)."""
+    statement holding a value of the kind asked for, when one says enough of the question (SLOT_SHARE). `today`: the
+    asker's day; a statement dated after it never supersedes an earlier one."""
 
     def matched(keys: frozenset[str]) -> set[int]:
         return {i for i, word in enumerate(words) if word & keys}
@@ -211,12 +216,14 @@ def _choose(
     def later_alike(index: int, chosen: list[int], covered: set[int]) -> int:
         """The latest dated unit saying every question word that `index` says, if later than it: of two dated
         statements alike (the tiles chosen in February, chosen again in March) the later is quoted, as a model is
-        told to lead with the later of two passages that disagree."""
+        told to lead with the later of two passages that disagree. Not one dated after the asker's day: asked
+        before the race, "what time am I going for?" is the target, not the result the notes hold since."""
         latest = index
         if candidates[index].day and said[index]:
             for other, unit in enumerate(candidates):
                 if (
                     unit.day > candidates[latest].day
+                    and (not today or unit.day <= today)
                     and said[other] >= said[index]
                     and fills[other] >= fills[index]  # a value asked for is restated with a value
                     and open_to(other, chosen, covered)
@@ -358,11 +365,16 @@ def _expand(
 
 
 def best_sentences(
-    question: str, passages: Sequence[SourcePassage], earlier: Iterable[str] = (), later_first: bool = True
+    question: str,
+    passages: Sequence[SourcePassage],
+    earlier: Iterable[str] = (),
+    later_first: bool = True,
+    today: str = "",
 ) -> list[Quote]:
     """The quotes, in the order of the notes; none when nothing answers. `earlier` are the conversation's earlier
     answers: what they quoted is quoted again only when nothing else matches. `later_first`: of two dated statements
-    alike, the later is quoted (not when the asker named the days: ChatRequest.later_first)."""
+    alike, the later is quoted (not when the asker named the days: ChatRequest.later_first), up to `today`, the
+    asker's day ("" for no bound)."""
     wanted = identifiers(question)
     words = list(dict.fromkeys(keys(word) for word in content_words(question)))
     words += [frozenset({IDENTIFIER + token}) for token in wanted]
@@ -382,7 +394,8 @@ def best_sentences(
     slot = slot_of(question)
     for tier in (ANSWER, WEAK, ABOUT_THE_VAULT):
         # Code is quoted after the sentence that introduces it, never chosen on its own.
-        chosen = _choose(words, [c for c in candidates if c.tier <= tier and c.kind != CODE], later_first, slot)
+        eligible = [c for c in candidates if c.tier <= tier and c.kind != CODE]
+        chosen = _choose(words, eligible, later_first, slot, today)
         quotes: list[Quote] = []
         for unit in chosen:
             taken = [part for quote in quotes for part in quote.parts]
@@ -491,7 +504,9 @@ class ExtractiveProvider(ChatProvider):
             earlier = [m.content for m in request.messages if m.role == "assistant"]
             # Off the event loop: the choice is quick for a question and passages of honest size, but up to a second
             # for a question of a thousand words over a passage of hundreds of sentences.
-            quotes = await asyncio.to_thread(best_sentences, request.question, passages, earlier, request.later_first)
+            quotes = await asyncio.to_thread(
+                best_sentences, request.question, passages, earlier, request.later_first, request.today
+            )
             opening = None if quotes or request.later_first else day_opening(passages[0])
             if quotes:
                 pieces.append(QUOTES_FOLLOW)

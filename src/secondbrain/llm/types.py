@@ -76,6 +76,8 @@ class ChatRequest:
     # Whether, of two passages the notes date that say the same, the later counts for more (the quoting provider
     # quotes it): not when the search was kept to days the asker named, where those days decide.
     later_first: bool = True
+    # The asker's day (YYYY-MM-DD; "" unknown): a statement dated after it is a plan, never the latest word on a fact.
+    today: str = ""
     # Tools the model may call; none means a plain answer.
     tools: Sequence[ToolSpec] = field(default_factory=tuple)
     # "none" keeps the tools on offer (a conversation holding tool calls needs them, for some vendors) but asks for
