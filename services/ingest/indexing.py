@@ -149,7 +149,7 @@ class NoteIndexer:
         return PreparedNote(
             note=note,
             chunks=chunks,
-            date=note_date(path, note.frontmatter, modified, warnings),
+            date=note_date(path, note.frontmatter, modified, warnings, note.body),
             mtime=modified,
             size=size,
             is_new=is_new,

@@ -13,6 +13,8 @@ HEADING = "heading"
 # The file's modification time: the last resort, and a weak date (an evergreen note edited yesterday is not news).
 MODIFIED = "modification time"
 FRONT_MATTER = "front matter"
+# A day a note's title or first line starts with: a diary's "Thursday 16th April".
+FIRST_LINE = "first line"
 
 # A day written at the start of a file name or a value: `2026-01-20`, `2026-01-20 Standup`, `2026-01-20T09:00`.
 DAY_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?!\d)")
@@ -84,18 +86,83 @@ def day_words(day: date, year: bool = True) -> str:
     return f"{day.day} {calendar.month_name[day.month]}" + (f" {day.year}" if year else "")
 
 
-def heading_date(heading: str) -> date | None:
-    """The day a heading names at its start (`2026-01-20`, `20 January 2026`, `Monday, January 20, 2026`), or None."""
+# Days written in figures at the start of a text, as people in different places write them: year first (2026-01-20,
+# 2026.01.20, 2026/01/20, 2026_01_20), or day first as most of the world does (20.01.2026, 20/01/2026, 20-01-26);
+# month first (01/20/2026) only where the figures allow nothing else (a "day" over 12 second). A year of two figures
+# only with slashes (20/01/26): "1.4.16" is a version.
+_YEAR_FIRST = re.compile(r"^(\d{4})([-./_])(\d{1,2})\2(\d{1,2})(?![\d])")
+_DAY_FIRST = re.compile(r"^(\d{1,2})([-./])(\d{1,2})\2(\d{4}|(?<=/\d/)\d{2}|(?<=/\d\d/)\d{2})(?![\d]|[-./]\d)")
+# A day without its year, after an optional weekday, as a log's headings write it: "Tue 10 Feb", "12 March",
+# "Thursday 16th April", "March 12th". Only a weekday may come before it (any word may, before a day with a year).
+_WEEKDAY_NAME = r"(?:(?P<weekday>mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?,?\s+)?"
+_YEARLESS_DAY_MONTH = re.compile(
+    rf"^{_WEEKDAY_NAME}(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<month>{MONTH_NAMES})\b\.?(?!\s*\d)",
+    re.IGNORECASE,
+)
+_YEARLESS_MONTH_DAY = re.compile(
+    rf"^{_WEEKDAY_NAME}(?P<month>{MONTH_NAMES})\.?\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\b(?!,?\s*\d)", re.IGNORECASE
+)
+_WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+# A heading that names a year ("2026", "2026: the allotment") or a month of one ("March 2026"): the year of the days
+# under it that do not say theirs.
+_YEAR_HEADING = re.compile(r"^(?:(?:" + MONTH_NAMES + r")\.?\s+)?(\d{4})(?![\d./-])", re.IGNORECASE)
+# How far from the day it is read near a day without its year may fall: a log's entries are near the note's days.
+_YEARS_AROUND = (-1, 0, 1)
+
+
+def _figures_day(text: str) -> date | None:
+    if match := _YEAR_FIRST.match(text):
+        return date(int(match[1]), int(match[3]), int(match[4]))
+    if match := _DAY_FIRST.match(text):
+        first, second, year = int(match[1]), int(match[3]), int(match[4])
+        year += 2000 if len(match[4]) == 2 else 0
+        day, month = (second, first) if second > 12 >= first else (first, second)
+        return date(year, month, day)
+    return None
+
+
+def heading_date(heading: str, near: date | None = None, year: int | None = None) -> date | None:
+    """The day a heading (or a value, a line) names at its start, or None: with its year (`2026-01-20`, `20.01.2026`,
+    `20 January 2026`, `Monday, January 20, 2026`), or without it (`Tue 10 Feb`, `12 March`) when the year is known
+    (`year`, from a heading above) or can be told from a day `near` it: the year within one of it whose day has the
+    weekday written, else the nearest."""
+    text = heading.strip()
     try:
-        if match := ISO_START.match(heading) or DAY_NAME.match(heading.strip()):
+        if match := ISO_START.match(text) or DAY_NAME.match(text):
             return date(int(match[1]), int(match[2]), int(match[3]))
-        if match := _HEADING_DAY_MONTH.match(heading.strip()):
+        if figures := _figures_day(text):
+            return figures
+        if match := _HEADING_DAY_MONTH.match(text):
             return date(int(match[3]), MONTHS[match[2].lower()], int(match[1]))
-        if match := _HEADING_MONTH_DAY.match(heading.strip()):
+        if match := _HEADING_MONTH_DAY.match(text):
             return date(int(match[3]), MONTHS[match[1].lower()], int(match[2]))
     except ValueError:
         return None
-    return None
+    if near is None and year is None:
+        return None
+    match = _YEARLESS_DAY_MONTH.match(text) or _YEARLESS_MONTH_DAY.match(text)
+    if match is None:
+        return None
+    return _yearless(MONTHS[match["month"].lower()], int(match["day"]), match["weekday"], near, year)
+
+
+def _yearless(month: int, day: int, weekday: str | None, near: date | None, year: int | None) -> date | None:
+    years = [year] if year is not None else [near.year + step for near in [near] if near for step in _YEARS_AROUND]
+    candidates = []
+    for candidate in years:
+        with contextlib.suppress(ValueError):
+            candidates.append(date(candidate, month, day))
+    if weekday and len(candidates) > 1:
+        candidates = [c for c in candidates if _WEEKDAYS[c.weekday()] == weekday.lower()[:3]] or candidates
+    if not candidates:
+        return None
+    return min(candidates, key=lambda c: abs((c - near).days)) if near is not None else candidates[0]
+
+
+def heading_year(heading: str) -> int | None:
+    """The year a heading names at its start ("2026", "2026 - allotment", "March 2026"), for the days under it."""
+    match = _YEAR_HEADING.match(heading.strip())
+    return int(match[1]) if match and 1000 <= int(match[1]) <= 9999 else None
 
 
 def days_named(text: str, written: date) -> set[date]:

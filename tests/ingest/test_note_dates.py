@@ -24,7 +24,7 @@ MTIME = datetime(2026, 11, 30, 23, 30, tzinfo=UTC)
 def dated(path: str, text: str = "# Note\n\nText.\n") -> tuple[DateSpan, list[str]]:
     warnings: list[str] = []
     note = parse_note(path, text)
-    return note_date(path, note.frontmatter, MTIME, warnings), warnings
+    return note_date(path, note.frontmatter, MTIME, warnings, note.body), warnings
 
 
 @pytest.mark.parametrize(
@@ -36,13 +36,21 @@ def dated(path: str, text: str = "# Note\n\nText.\n") -> tuple[DateSpan, list[st
         ("Weekly/2026-W04.md", date(2026, 1, 19), date(2026, 1, 25)),
         ("Monthly/2026-02.md", date(2026, 2, 1), date(2026, 2, 28)),
         ("Quarterly/2026-Q4.md", date(2026, 10, 1), date(2026, 12, 31)),
+        ("Daily/2026/03-March/14-03-2026 Saturday.md", date(2026, 3, 14), date(2026, 3, 14)),
+        ("14.03.2026.md", date(2026, 3, 14), date(2026, 3, 14)),
+        ("2026.03.14 call.md", date(2026, 3, 14), date(2026, 3, 14)),
+        ("Reviews/2026-03 March review.md", date(2026, 3, 1), date(2026, 3, 31)),
     ],
 )
 def test_daily_and_periodic_note_names_are_their_days(path: str, start: date, end: date) -> None:
     assert file_name_date(path) == DateSpan(start, end, FILE_NAME)
 
 
-@pytest.mark.parametrize("path", ["Ideas.md", "2026-13-45.md", "1984.md", "Notes 2026-01-20.md", "2026-W60.md"])
+@pytest.mark.parametrize(
+    "path",
+    ["Ideas.md", "2026-13-45.md", "1984.md", "Notes 2026-01-20.md", "2026-W60.md", "1.4.16 release notes.md",
+     "12 March.md", "2026-03 2nd draft.md"],
+)  # fmt: skip
 def test_other_names_are_no_date(path: str) -> None:
     assert file_name_date(path) is None
 
@@ -55,6 +63,10 @@ def test_other_names_are_no_date(path: str) -> None:
         ("Created: '2026-01-20 09:15'", date(2026, 1, 20), "front matter created"),
         ("updated: 2026-03-02\ncreated: 2026-01-20", date(2026, 1, 20), "front matter created"),
         ("modified: 2026-03-02", date(2026, 3, 2), "front matter modified"),
+        ("date: 10/02/2026", date(2026, 2, 10), "front matter date"),
+        ("created: 14.03.2026", date(2026, 3, 14), "front matter created"),
+        ("date: 02/13/2026", date(2026, 2, 13), "front matter date"),
+        ("date: 3 March 2026", date(2026, 3, 3), "front matter date"),
     ],
 )
 def test_front_matter_dates_as_obsidian_and_templates_write_them(front_matter: str, day: date, source: str) -> None:
@@ -88,13 +100,65 @@ def test_without_any_date_the_modification_day_in_utc() -> None:
         ("Tuesday, 3rd Feb 2026", date(2026, 2, 3)),
         ("January 20, 2026", date(2026, 1, 20)),
         ("Monday, January 20, 2026: the showroom", date(2026, 1, 20)),
+        ("2026.02.10 — kickoff", date(2026, 2, 10)),
+        ("12/03/26", date(2026, 3, 12)),
+        ("10/02/2026 call with Ana", date(2026, 2, 10)),
         ("Decisions", None),
         ("2026 goals", None),
         ("31 February 2026", None),
+        ("1.4.16", None),
+        ("Tue 10 Feb", None),  # no year, and nothing to tell it from
     ],
 )
 def test_dated_headings(heading: str, day: date | None) -> None:
     assert heading_date(heading) == day
+
+
+@pytest.mark.parametrize(
+    ("heading", "near", "day"),
+    [
+        ("Tue 10 Feb", date(2026, 2, 11), date(2026, 2, 10)),
+        # The weekday written says which year: 10 February was a Monday in 2025.
+        ("Mon 10 Feb", date(2026, 2, 11), date(2025, 2, 10)),
+        ("12 March", date(2026, 2, 11), date(2026, 3, 12)),
+        ("Thursday 16th April", date(2026, 12, 1), date(2026, 4, 16)),
+        ("March 12th", date(2025, 12, 20), date(2026, 3, 12)),
+        ("12 March 2024", date(2026, 2, 11), date(2024, 3, 12)),
+        ("10 things to pack", date(2026, 2, 11), None),
+        ("May", date(2026, 2, 11), None),
+    ],
+)
+def test_a_heading_without_its_year_is_read_near_a_day(heading: str, near: date, day: date | None) -> None:
+    assert heading_date(heading, near=near) == day
+
+
+def test_a_log_heading_without_its_year_takes_the_year_of_a_heading_above_or_the_notes() -> None:
+    undated = DateSpan(date(2026, 11, 30), date(2026, 11, 30), MODIFIED)
+    assert passage_date(["2025", "12 March"], undated) == DateSpan(date(2025, 3, 12), date(2025, 3, 12), HEADING)
+    assert passage_date(["Allotment", "2026", "March", "Potatoes"], undated) == DateSpan(
+        date(2026, 3, 1), date(2026, 3, 31), HEADING
+    )
+    week = DateSpan(date(2026, 2, 9), date(2026, 2, 15), FILE_NAME)
+    assert passage_date(["Week 7", "Tue 10 Feb"], week).start == date(2026, 2, 10)
+    # "March" alone names no year's month: a calendar of every year.
+    assert passage_date(["Sowing", "March"], undated) == undated
+
+
+@pytest.mark.parametrize(
+    ("body", "day"),
+    [
+        ("# Day 03 - Kyoto\n\nThursday 16th April. Rain all morning.", date(2026, 4, 16)),
+        ("# Day 03 - Kyoto\n\nRain all morning.\n\nThursday 16th April.", None),
+        ("Thursday 16th April. Rain all morning, then the temple.", date(2026, 4, 16)),
+        ("# 10/02/2026 kickoff with Ana\n\nNotes.", date(2026, 2, 10)),
+        ("**Sat 14 Mar** - parkrun, 24:10", date(2026, 3, 14)),
+        ("16 December. Bought the tree.", date(2025, 12, 16)),  # not after the file's last change
+        ("Rain all morning.", None),
+    ],
+)
+def test_a_note_with_no_other_date_is_dated_by_its_title_or_first_line(body: str, day: date | None) -> None:
+    span, _ = dated("Travel/Diary.md", body)
+    assert (span.start, span.source) == ((day, "first line") if day else (date(2026, 11, 30), MODIFIED))
 
 
 def test_a_passage_is_from_its_innermost_dated_heading_else_its_note() -> None:
