@@ -2,21 +2,30 @@
 
 markdown-it reads the block structure (paragraphs, list items, quotes, fences, tables, headings) with the line range
 of each; a line it drops (past its nesting limit) comes back as a paragraph, so no text is lost to the parser.
+
+A line that is only a day in bold (`**25/11/26**`, `__Tue 10 Feb__`, as many write a log's entries) heads what
+follows it as a heading one level below the headings in force would: the entries of a log are passages of their
+own days.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from markdown_it import MarkdownIt
 
+from secondbrain.date_sources import starts_with_day
 from secondbrain.ingest.note import as_title
 
 # Only the block structure is needed: skipping inline parsing makes markdown-it several times faster, and with
 # reference definitions off, `[id]: url` lines stay ordinary paragraphs instead of vanishing from the tokens.
 MARKDOWN = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join", "reference"])
 ATOMIC_KINDS = frozenset({"fence", "table"})
+# A bold day heads its entry below every markdown heading level (1-6).
+DAY_LINE_LEVEL = 7
+_BOLD_LINE = re.compile(r"^(\*\*|__)(?P<text>[^*_\n]{4,60})\1:?\s*$")
 LIST_KINDS = frozenset({"bullet_list", "ordered_list"})
 
 
@@ -57,7 +66,7 @@ class NoteBlocks:
         stack: list[tuple[int, str]] = []
         section_start = 0
         blocks: list[Block] = []
-        for node in roots:
+        for node in self.with_day_lines(roots):
             if node.kind != "heading":
                 blocks.append(node)
                 continue
@@ -67,6 +76,18 @@ class NoteBlocks:
             stack.append((node.heading_level, node.heading_text))
             section_start, blocks = node.end, []
         yield Section(self.heading_path(stack), self.fill_gaps(blocks, section_start, len(self.lines)))
+
+    def with_day_lines(self, roots: list[Block]) -> Iterator[Block]:
+        """`roots`, where a paragraph's first line is only a day in bold: that line as a heading of that day
+        (DAY_LINE_LEVEL), then the paragraph's other lines."""
+        for node in roots:
+            match = _BOLD_LINE.match(self.lines[node.start].strip()) if node.kind == "paragraph" else None
+            if match is None or not starts_with_day(match["text"]):
+                yield node
+                continue
+            yield Block("heading", node.start, node.start + 1, heading_level=DAY_LINE_LEVEL, heading_text=match["text"])
+            if node.end > node.start + 1:
+                yield Block("paragraph", node.start + 1, node.end)
 
     def heading_path(self, stack: list[tuple[int, str]]) -> tuple[str, ...]:
         """Heading texts outermost first; an H1 that repeats the title is left out, it is already in the prefix."""

@@ -146,6 +146,12 @@ def heading_date(heading: str, near: date | None = None, year: int | None = None
     return _yearless(MONTHS[match["month"].lower()], int(match["day"]), match["weekday"], near, year)
 
 
+def starts_with_day(text: str) -> bool:
+    """Whether `text` starts with a day, with its year or without (`Tue 10 Feb`), as a dated heading does."""
+    text = text.strip()
+    return heading_date(text) is not None or bool(_YEARLESS_DAY_MONTH.match(text) or _YEARLESS_MONTH_DAY.match(text))
+
+
 def _yearless(month: int, day: int, weekday: str | None, near: date | None, year: int | None) -> date | None:
     years = [year] if year is not None else [near.year + step for near in [near] if near for step in _YEARS_AROUND]
     candidates = []

@@ -102,6 +102,19 @@ def test_heading_path_nests_and_an_h1_equal_to_the_title_is_left_out() -> None:
     assert chunks[2].content == "Title > A > A1\n\na1 text"
 
 
+def test_a_line_that_is_only_a_day_in_bold_heads_a_log_entry_of_its_own() -> None:
+    text = (
+        "# Log\n\n## Bakery\n\nNewest at the top.\n\n**25/11/26**\nRetainer up to 750.\n\n__Tue 10 Feb__\n\n"
+        "Kickoff.\n\n**Budget**\nStill 600.\n"
+    )
+    assert [(chunk.heading_path, chunk.text) for chunk in chunks_of(text)] == [
+        (("Bakery",), "Newest at the top."),
+        (("Bakery", "25/11/26"), "Retainer up to 750."),
+        # A bold line that is not a day is the entry's own text.
+        (("Bakery", "Tue 10 Feb"), "Kickoff.\n\n**Budget**\nStill 600."),
+    ]
+
+
 def test_setext_headings_are_sections_too() -> None:
     chunks = chunks_of("Intro\n\nSection\n-------\n\nbody text\n")
     assert [(chunk.heading_path, chunk.text) for chunk in chunks] == [((), "Intro"), (("Section",), "body text")]
