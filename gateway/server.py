@@ -6,13 +6,16 @@ import asyncio
 import logging
 import os
 import signal
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from weakref import WeakKeyDictionary
 
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.server import ServerState
 
 from secondbrain.config import Config, Settings
 from secondbrain.errors import Unavailable
@@ -36,6 +39,9 @@ from secondbrain.service.tracing import configure_tracing
 
 log = logging.getLogger(__name__)
 
+# Each server's connections that have not yet sent a whole request head, the longest open first.
+_without_a_request: WeakKeyDictionary[ServerState, OrderedDict[BoundedH11Protocol, None]] = WeakKeyDictionary()
+
 # Envoy at "info" prints dozens of lines at every start; warnings are what a person needs to see.
 # Envoy's level for ours. Never below info: at debug Envoy logs every request's headers, the bearer token among them,
 # and it has no way to redact one.
@@ -58,8 +64,11 @@ def default_ui_dir() -> Path:
 class BoundedH11Protocol(H11Protocol):
     """uvicorn's h11 connection, bounded as listener_bounds says: closed when its request head is not whole within
     `head_timeout` of the connection opening or of the previous response (uvicorn's keep-alive timer stops at the
-    first byte, so one byte held a connection for ever), and closed at once when it would be one connection more
-    than `max_connections`."""
+    first byte, so one byte held a connection for ever); and when it would be one connection more than
+    `max_connections`, the connection open longest without having sent a whole request head is closed to make room
+    for it (the new one itself when there is none). A flood of idle connections then only replaces its own: Envoy's
+    next connection, which sends its request at once, is served (the flood benchmark's REST questions through Envoy
+    failed with 503 while new connections were the ones closed)."""
 
     head_timeout: float = SHIM_HEAD_TIMEOUT_SECONDS
     max_connections: int = SHIM_MAX_CONNECTIONS
@@ -67,20 +76,33 @@ class BoundedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        waiting = _without_a_request.setdefault(self.server_state, OrderedDict())
         if len(self.connections) > self.max_connections:
+            if not waiting:
+                CONNECTIONS_CLOSED.labels("over the connection limit").inc()
+                transport.abort()
+                return
+            oldest, _ = waiting.popitem(last=False)
             CONNECTIONS_CLOSED.labels("over the connection limit").inc()
-            transport.abort()
-            return
+            oldest.transport.abort()
+        waiting[self] = None
         self._arm_head_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_head_timer()
+        self._has_asked()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         if self.conn.their_state is not h11.IDLE:  # the request's head is in (or the connection is over)
             self._disarm_head_timer()
+            self._has_asked()
+
+    def _has_asked(self) -> None:
+        waiting = _without_a_request.get(self.server_state)
+        if waiting is not None:
+            waiting.pop(self, None)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
