@@ -1,11 +1,20 @@
 // Note-level search with folder, tag and date filters picked from what the vault has; each hit's snippet shows the
-// matched words highlighted, and its title opens the note in the reader. The search is the URL (?q=&folder=&tag=
-// &from=&to=&mode=), so back from a note returns to the same results.
+// matched words highlighted, and its title opens the note in the reader. Filters without words list the notes they
+// select, newest first by the notes' own dates. The search is the URL (?q=&folder=&tag=&from=&to=&mode=), so back
+// from a note returns to the same results; a filter applies as soon as it is picked, and what is listed is always
+// the answer to the URL as it is now (an answer to an earlier one is dropped; nothing asked, nothing listed).
 import { lazy, Suspense, useEffect, useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { describeError, retrieve } from "../api";
 import { DateChip } from "../DateChip";
-import { type GetFacetsResponse, type NoteHit, SearchMode } from "../gen/secondbrain/retrieve/v1/retrieve_service_pb";
+import { dateWords } from "../dates";
+import {
+  type GetFacetsResponse,
+  ListOrder,
+  type NoteHit,
+  type NoteSummary,
+  SearchMode,
+} from "../gen/secondbrain/retrieve/v1/retrieve_service_pb";
 import { noteUrl } from "../routes";
 import { FilterPicker } from "./FilterPicker";
 
@@ -58,9 +67,16 @@ function askedFrom(params: URLSearchParams): Asked {
   };
 }
 
+// The most notes filters alone list.
+const LISTED = 50;
+
+function hasFilters(asked: Asked): boolean {
+  return asked.folders.length + asked.tags.length > 0 || !!asked.since || !!asked.until;
+}
+
 function paramsOf(asked: Asked): URLSearchParams {
   const params = new URLSearchParams();
-  params.set("q", asked.query.trim());
+  if (asked.query.trim() || !hasFilters(asked)) params.set("q", asked.query.trim());
   for (const folder of asked.folders) params.append("folder", folder);
   for (const tag of asked.tags) params.append("tag", tag);
   if (asked.since) params.set("from", asked.since);
@@ -77,6 +93,44 @@ function summary(hits: NoteHit[], searched: string): string {
   return `${notes} “${searched}”` + (related ? `; ${related} more related by meaning.` : ".");
 }
 
+// What filters alone select, in words: "dated 1 Jan 2026 to 31 Jan 2026, in Projects, tagged #garden".
+function filtersInWords(asked: Asked): string {
+  const parts: string[] = [];
+  if (asked.since && asked.until) parts.push(`dated ${dateWords(asked.since)} to ${dateWords(asked.until)}`);
+  else if (asked.since) parts.push(`dated from ${dateWords(asked.since)}`);
+  else if (asked.until) parts.push(`dated up to ${dateWords(asked.until)}`);
+  if (asked.folders.length) parts.push(`in ${asked.folders.join(" or ")}`);
+  if (asked.tags.length) parts.push(`tagged ${asked.tags.map((tag) => `#${tag}`).join(" or ")}`);
+  return parts.join(", ");
+}
+
+function listSummary(listed: Listed): string {
+  const { notes, total, asked } = listed;
+  const which = filtersInWords(asked);
+  if (!total) return `No note is ${which}.`;
+  const count = total === 1 ? "1 note is" : `${total} notes are`;
+  const shown = notes.length < total ? ` The newest ${notes.length}:` : "";
+  return `${count} ${which}, newest first.${shown}`;
+}
+
+// A search's answer, or a list's, with the URL it answers (a later URL's page shows neither).
+interface Found {
+  key: string;
+  kind: "search";
+  hits: NoteHit[];
+  searched: string;
+  mode: SearchMode;
+  // Why the vector arm did not run, when it was asked for.
+  note: string;
+}
+interface Listed {
+  key: string;
+  kind: "list";
+  notes: NoteSummary[];
+  total: number;
+  asked: Asked;
+}
+
 export function SearchPage() {
   const [params, setParams] = useSearchParams();
   const asked = askedFrom(params);
@@ -87,13 +141,14 @@ export function SearchPage() {
   const [until, setUntil] = useState(asked.until);
   const [mode, setMode] = useState(asked.mode);
   const [facets, setFacets] = useState<GetFacetsResponse>();
-  const [hits, setHits] = useState<NoteHit[]>();
-  // The query the hits are for (the box may have changed since).
-  const [searched, setSearched] = useState("");
-  const [note, setNote] = useState("");
-  const [error, setError] = useState("");
-  const [searching, setSearching] = useState(false);
+  const [answer, setAnswer] = useState<Found | Listed>();
+  const [failure, setFailure] = useState<{ key: string; message: string }>();
   const key = params.toString();
+  // Only what answers the URL as it is now is shown: an answer to an earlier URL is never on the page.
+  const shown = answer?.key === key ? answer : undefined;
+  const error = failure?.key === key ? failure.message : "";
+  const asking = hasFilters(asked) || !!asked.query.trim();
+  const searching = asking && !shown && !error;
   // On a phone the mode and filters fold behind a button (open when the search has filters); on a wide screen
   // they are always shown.
   const activeFilters = folders.length + tags.length + (since ? 1 : 0) + (until ? 1 : 0);
@@ -114,47 +169,44 @@ export function SearchPage() {
     setSince(current.since);
     setUntil(current.until);
     setMode(current.mode);
-    if (!current.query.trim()) {
-      setHits(undefined);
-      return;
-    }
+    setAnswer(undefined);
+    setFailure(undefined);
+    if (!current.query.trim() && !hasFilters(current)) return; // nothing asked: nothing listed
     let live = true;
-    setSearching(true);
-    setError("");
-    void loadMarkdown().catch(() => undefined); // started beside the search, not waited for
-    retrieve
-      .search({
-        query: current.query,
-        mode: current.mode,
-        limit: 20,
-        filters: { folders: current.folders, tags: current.tags, dateFrom: current.since, dateTo: current.until },
-      })
-      .then(
-        (reply) => {
-          if (!live) return;
-          setHits(reply.hits);
-          setSearched(current.query.trim());
-          setNote(
-            reply.vectorArmRan || current.mode === SearchMode.KEYWORD
-              ? ""
-              : `Vector search did not run: ${reply.vectorArmSkippedReason}`,
-          );
-        },
-        (e) => live && setError(describeError(e)),
-      )
-      .finally(() => live && setSearching(false));
+    const filters = { folders: current.folders, tags: current.tags, dateFrom: current.since, dateTo: current.until };
+    const failed = (e: unknown) => live && setFailure({ key, message: describeError(e) });
+    if (!current.query.trim()) {
+      // Filters alone: the notes they select.
+      retrieve.listNotes({ filters, limit: LISTED, order: ListOrder.OWN_DATE }).then((reply) => {
+        if (live) setAnswer({ key, kind: "list", notes: reply.notes, total: reply.total, asked: current });
+      }, failed);
+    } else {
+      void loadMarkdown().catch(() => undefined); // started beside the search, not waited for
+      retrieve.search({ query: current.query, mode: current.mode, limit: 20, filters }).then((reply) => {
+        if (!live) return;
+        const note =
+          reply.vectorArmRan || current.mode === SearchMode.KEYWORD
+            ? ""
+            : `Vector search did not run: ${reply.vectorArmSkippedReason}`;
+        setAnswer({ key, kind: "search", hits: reply.hits, searched: current.query.trim(), mode: current.mode, note });
+      }, failed);
+    }
     return () => {
       live = false;
     };
   }, [key, again]);
 
+  // The form as it is now, as the URL. The same search again runs again (the index may have changed); a new one is
+  // a new entry in the history, or takes the place of the current one (`replace`: a day being typed).
+  function apply(changed: Partial<Asked>, replace = false) {
+    const next = paramsOf({ query, folders, tags, since, until, mode, ...changed });
+    if (next.toString() === key) setAgain(again + 1);
+    else setParams(next, { replace });
+  }
+
   function search(event: React.FormEvent) {
     event.preventDefault();
-    if (!query.trim()) return;
-    const next = paramsOf({ query, folders, tags, since, until, mode });
-    // The same search again runs again (the index may have changed); a new one is a new entry in the history.
-    if (next.toString() === key) setAgain(again + 1);
-    else setParams(next);
+    apply({});
   }
 
   return (
@@ -178,7 +230,14 @@ export function SearchPage() {
           Filters{activeFilters ? ` (${activeFilters})` : ""}
         </button>
         <div id="search-options" className={`search-options${optionsOpen ? " open" : ""}`}>
-          <select aria-label="Search mode" value={mode} onChange={(e) => setMode(Number(e.target.value))}>
+          <select
+            aria-label="Search mode"
+            value={mode}
+            onChange={(e) => {
+              setMode(Number(e.target.value));
+              if (query.trim()) apply({ mode: Number(e.target.value) }); // filters alone are not ranked
+            }}
+          >
             {MODES.map(([value, name]) => (
               <option key={value} value={value}>
                 {name}
@@ -191,7 +250,7 @@ export function SearchPage() {
             options={facets?.folders ?? []}
             loaded={facets !== undefined}
             selected={folders}
-            onChange={setFolders}
+            onChange={(chosen) => apply({ folders: chosen })}
           />
           <FilterPicker
             label="Tags"
@@ -200,15 +259,33 @@ export function SearchPage() {
             options={facets?.tags ?? []}
             loaded={facets !== undefined}
             selected={tags}
-            onChange={setTags}
+            onChange={(chosen) => apply({ tags: chosen })}
           />
           <label className="date-field">
             From
-            <input aria-label="Dated from" type="date" value={since} max={until || undefined} onChange={(e) => setSince(e.target.value)} />
+            <input
+              aria-label="Dated from"
+              type="date"
+              value={since}
+              max={until || undefined}
+              onChange={(e) => {
+                setSince(e.target.value);
+                apply({ since: e.target.value }, true);
+              }}
+            />
           </label>
           <label className="date-field">
             to
-            <input aria-label="Dated to" type="date" value={until} min={since || undefined} onChange={(e) => setUntil(e.target.value)} />
+            <input
+              aria-label="Dated to"
+              type="date"
+              value={until}
+              min={since || undefined}
+              onChange={(e) => {
+                setUntil(e.target.value);
+                apply({ until: e.target.value }, true);
+              }}
+            />
           </label>
         </div>
         <button type="submit" className="primary" disabled={searching}>
@@ -220,52 +297,90 @@ export function SearchPage() {
           {error}
         </div>
       ) : null}
+      {searching ? (
+        <p className="muted" role="status">
+          {asked.query.trim() ? "Searching…" : "Listing…"}
+        </p>
+      ) : null}
+      {shown?.kind === "search" ? <SearchHits found={shown} /> : null}
+      {shown?.kind === "list" ? <NoteList listed={shown} /> : null}
+    </section>
+  );
+}
+
+function SearchHits({ found }: { found: Found }) {
+  const { hits, searched, note } = found;
+  const holding = hits.some((other) => other.containsQuery);
+  return (
+    <>
       {note ? <p className="muted">{note}</p> : null}
-      {hits?.length ? (
+      {hits.length ? (
         // What the list is: the notes that hold the words, and those listed for their meaning alone (the vector arm
         // always has neighbours, so a list of those is not a match).
         <p className="muted" data-testid="summary">
           {summary(hits, searched)}
         </p>
       ) : null}
-      {hits ? (
-        hits.length ? (
-          <ol className="hits">
-            {hits.map((hit) => (
-              <li key={hit.path} data-testid="hit">
-                <div className="hit-title">
-                  <Link
-                    className="hit-link"
-                    to={noteUrl(hit.path, { heading: hit.headingPath.at(-1) })}
-                  >
-                    {hit.title}
-                  </Link>{" "}
-                  <span className="note-path">{hit.path}</span>
-                  <DateChip date={hit.date} source={hit.dateSource} shownIn={[hit.path, hit.title, ...hit.headingPath]} />
-                  {hits.some((other) => other.containsQuery) && !hit.containsQuery ? (
-                    <span className="related-chip" title="Listed for its meaning: it does not contain the words">
-                      related
-                    </span>
-                  ) : null}
-                </div>
-                {hit.headingPath.length ? <div className="heading-path">{hit.headingPath.join(" › ")}</div> : null}
-                <div className="snippet md">
-                  <Suspense fallback={hit.snippet}>
-                    <Snippet text={hit.snippet} highlights={hit.highlights} />
-                  </Suspense>
-                </div>
-                {hit.tags.length ? <div className="tags">{hit.tags.map((t) => `#${t}`).join(" ")}</div> : null}
-              </li>
-            ))}
-          </ol>
-        ) : (
-          <p className="muted">
-            {mode === SearchMode.KEYWORD
-              ? "No notes match."
-              : `No note contains “${searched}”, and none is close to it in meaning.`}
-          </p>
-        )
+      {hits.length ? (
+        <ol className="hits">
+          {hits.map((hit) => (
+            <li key={hit.path} data-testid="hit">
+              <div className="hit-title">
+                <Link className="hit-link" to={noteUrl(hit.path, { heading: hit.headingPath.at(-1) })}>
+                  {hit.title}
+                </Link>{" "}
+                <span className="note-path">{hit.path}</span>
+                <DateChip date={hit.date} source={hit.dateSource} shownIn={[hit.path, hit.title, ...hit.headingPath]} />
+                {holding && !hit.containsQuery ? (
+                  <span className="related-chip" title="Listed for its meaning: it does not contain the words">
+                    related
+                  </span>
+                ) : null}
+              </div>
+              {hit.headingPath.length ? <div className="heading-path">{hit.headingPath.join(" › ")}</div> : null}
+              <div className="snippet md">
+                <Suspense fallback={hit.snippet}>
+                  <Snippet text={hit.snippet} highlights={hit.highlights} />
+                </Suspense>
+              </div>
+              {hit.tags.length ? <div className="tags">{hit.tags.map((t) => `#${t}`).join(" ")}</div> : null}
+            </li>
+          ))}
+        </ol>
+      ) : (
+        <p className="muted">
+          {found.mode === SearchMode.KEYWORD
+            ? "No notes match."
+            : `No note contains “${searched}”, and none is close to it in meaning.`}
+        </p>
+      )}
+    </>
+  );
+}
+
+// The notes filters alone select: each note's title (opening it), path, own date and tags.
+function NoteList({ listed }: { listed: Listed }) {
+  return (
+    <>
+      <p className="muted" data-testid="summary">
+        {listSummary(listed)}
+      </p>
+      {listed.notes.length ? (
+        <ol className="hits">
+          {listed.notes.map((note) => (
+            <li key={note.path} data-testid="hit">
+              <div className="hit-title">
+                <Link className="hit-link" to={noteUrl(note.path)}>
+                  {note.title}
+                </Link>{" "}
+                <span className="note-path">{note.path}</span>
+                <DateChip date={note.date} source={note.dateSource} shownIn={[note.path, note.title]} />
+              </div>
+              {note.tags.length ? <div className="tags">{note.tags.map((t) => `#${t}`).join(" ")}</div> : null}
+            </li>
+          ))}
+        </ol>
       ) : null}
-    </section>
+    </>
   );
 }
