@@ -35,6 +35,9 @@ HTTP_STATUS: dict[grpc.StatusCode, int] = {
 # What a gRPC channel says when nothing listens at the address.
 _UNREACHABLE = ("failed to connect", "connection refused", "connections to all backends failing", "dns resolution")
 
+# What a gRPC channel says when the connection under a call broke part way (the service was killed or restarted).
+_BROKEN = ("socket closed", "stream removed", "connection reset", "broken pipe", "end of tcp stream")
+
 # Worth trying again as it is: the same request may succeed later.
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED})
 
@@ -97,5 +100,10 @@ def from_rpc_error(error: grpc.aio.AioRpcError, service: str, address: str) -> H
         details = (
             f"the {service} service is not answering at {address}: start it (`secondbrain up` runs everything), "
             "then try again"
+        )
+    elif code == grpc.StatusCode.UNAVAILABLE and any(sign in details.lower() for sign in _BROKEN):
+        details = (
+            f"the connection to the {service} service at {address} broke part way ({details}): it stopped or "
+            "restarted; try again once it is back"
         )
     return HttpError(code, details or code.name)

@@ -11,11 +11,12 @@ from secondbrain.chat import store
 from secondbrain.chat.agent import AgentLimits
 from secondbrain.chat.app import Chat
 from secondbrain.chat.conversations import Conversations
+from secondbrain.chat.deletion_watch import ANSWER_LEASE_SECONDS
 from secondbrain.chat.rate_limit import RateLimiter
 from secondbrain.chat.retrieve_client import DEFAULT_TIMEOUT_SECONDS, RetrieveClient
 from secondbrain.chat.servicer import SERVICE_NAME, ChatServicer
 from secondbrain.chat.settings import ChatSettings
-from secondbrain.chat.turn import ABANDONED_AFTER_SECONDS, ABANDONED_ERROR, Turns
+from secondbrain.chat.turn import ABANDONED_ERROR, Turns
 from secondbrain.chat.v1 import chat_service_pb2_grpc as pb_grpc
 from secondbrain.config import Config
 from secondbrain.db import Database
@@ -27,7 +28,9 @@ from secondbrain.service.server import RunningServer, ServiceBinding, build_serv
 
 log = logging.getLogger(__name__)
 
-SWEEP_INTERVAL_SECONDS = 300
+# How often each chat process looks for answers whose lease ran out (an indexed lookup of the pending ones): a turn
+# killed mid-answer is closed within the lease and one sweep of its end.
+SWEEP_INTERVAL_SECONDS = ANSWER_LEASE_SECONDS / 4
 
 
 def build_chat(
@@ -62,14 +65,14 @@ def build_chat(
 async def close_abandoned_turns(db: Database) -> int:
     """Close the answers a dead chat process left pending; returns how many."""
     async with db.pool.acquire() as connection:
-        closed = await store.close_abandoned_turns(connection, ABANDONED_AFTER_SECONDS, ABANDONED_ERROR)
+        closed = await store.close_abandoned_turns(connection, ANSWER_LEASE_SECONDS, ABANDONED_ERROR)
     if closed:
         log.warning("closed answers left pending by a chat process that stopped", extra={"answers": closed})
     return closed
 
 
 async def _sweep_abandoned_turns(db: Database) -> None:
-    """Runs for the server's life: every few minutes, answers left pending too long are closed."""
+    """Runs for the server's life, from its start: every few seconds, answers whose lease ran out are closed."""
     while True:
         try:
             await close_abandoned_turns(db)

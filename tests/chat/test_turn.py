@@ -354,29 +354,56 @@ async def test_a_bad_time_is_refused_before_the_question_is_stored(
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT and says in raised.value.details()
 
 
-async def test_an_answer_left_pending_by_a_dead_chat_process_is_closed_later(stack: ChatStack) -> None:
+async def test_an_answer_whose_lease_ran_out_is_closed_keeping_its_text(stack: ChatStack) -> None:
     from secondbrain.chat.server import close_abandoned_turns
 
     conversation = await stack.conversation()
-    # What a chat process killed mid-answer leaves behind: the question, and its answer row still pending.
+    # What a chat process killed mid-answer leaves behind: the question, and its answer row still pending with the
+    # text its last renewal stored, the lease not renewed since; beside it, a long turn whose process renews it.
     async with stack.db.pool.acquire() as connection:
         await connection.execute(
             """
-            INSERT INTO chat_messages (conversation_id, role, content, status, error, created_at) VALUES
-              ($1, 'user', 'Old question?', 'complete', '', now() - interval '1 hour'),
-              ($1, 'assistant', 'Half an ans', 'pending', 'no answer yet', now() - interval '1 hour'),
-              ($1, 'user', 'New question?', 'complete', '', now()),
-              ($1, 'assistant', '', 'pending', 'no answer yet', now())
+            INSERT INTO chat_messages (conversation_id, role, content, status, error, created_at, alive_at) VALUES
+              ($1, 'user', 'Old question?', 'complete', '', now() - interval '1 hour', NULL),
+              ($1, 'assistant', 'Half an ans', 'pending', 'no answer yet', now() - interval '1 hour',
+               now() - interval '1 minute'),
+              ($1, 'user', 'Long question?', 'complete', '', now() - interval '1 hour', NULL),
+              ($1, 'assistant', 'Still going', 'pending', 'no answer yet', now() - interval '1 hour', now()),
+              ($1, 'user', 'New question?', 'complete', '', now(), NULL),
+              ($1, 'assistant', '', 'pending', 'no answer yet', now(), now())
             """,
             uuid.UUID(conversation.id),
         )
-    assert await close_abandoned_turns(stack.db) == 1, "only the answer pending for longer than any turn runs"
+    assert await close_abandoned_turns(stack.db) == 1, "only the answer whose lease ran out"
     messages = (await stack.get(conversation.id)).messages
     assert [m.status for m in messages if m.role == common.MESSAGE_ROLE_ASSISTANT] == [
         pb.MESSAGE_STATUS_INCOMPLETE,
         pb.MESSAGE_STATUS_PENDING,
+        pb.MESSAGE_STATUS_PENDING,
     ]
     assert "stopped before this answer finished" in messages[1].error and messages[1].content == "Half an ans"
+
+
+async def test_a_streaming_answer_renews_its_lease_with_the_text_so_far(stack: ChatStack) -> None:
+    """While a turn streams, its answer row holds the text so far and a fresh lease: what a kill leaves is kept."""
+    stack.llm.script.push(Reply(deltas=[f"word{i} " for i in range(40)], delay=0.1))
+    conversation = await stack.conversation()
+    stream = stack.stub.SendMessage(pb.SendMessageRequest(conversation_id=conversation.id, content=QUESTION))
+    stored = ""
+    async with stack.db.pool.acquire() as connection:
+        async for event in stream:
+            if event.WhichOneof("event") == "delta":
+                row = await connection.fetchrow(
+                    """SELECT content, status, alive_at > now() - interval '5 seconds' AS fresh FROM chat_messages
+                       WHERE conversation_id = $1 AND role = 'assistant'""",
+                    uuid.UUID(conversation.id),
+                )
+                if row["content"]:
+                    assert row["status"] == "pending" and row["fresh"], dict(row)
+                    stored = row["content"]
+    answer = (await stack.get(conversation.id)).messages[1]
+    assert answer.status == pb.MESSAGE_STATUS_COMPLETE
+    assert stored.startswith("word0 ") and answer.content.startswith(stored), (stored, answer.content)
 
 
 async def test_bracketed_numbers_in_a_note_never_become_citations(stack: ChatStack) -> None:

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import time
+import uuid
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -49,6 +50,22 @@ async def sync(cluster: Cluster, *, stop_after_files: int | None = None) -> list
                 raise
             assert error.code() == grpc.StatusCode.UNAVAILABLE, error
     return events
+
+
+async def index_status(cluster: Cluster) -> ingest_pb.GetIndexStatusResponse:
+    async with grpc.aio.insecure_channel(cluster.address("ingest")) as channel:
+        stub = ingest_grpc.IngestServiceStub(channel)
+        return await stub.GetIndexStatus(ingest_pb.GetIndexStatusRequest(), timeout=10)
+
+
+async def interrupted_run(cluster: Cluster) -> ingest_pb.SyncRun:
+    """The index status's last sync once it reads as interrupted (within 30 s of ingest starting)."""
+    async with asyncio.timeout(30):
+        running = ingest_pb.SYNC_RUN_STATE_RUNNING
+        while (status := await index_status(cluster)).last_run.state == running:  # noqa: ASYNC110 - another process
+            await asyncio.sleep(0.2)
+    assert status.last_run.state == ingest_pb.SYNC_RUN_STATE_INTERRUPTED, status.last_run
+    return status.last_run
 
 
 async def sessions_ended(connection: asyncpg.Connection, application: str) -> None:
@@ -146,7 +163,13 @@ async def test_ingest_killed_mid_sync_leaves_every_note_whole_and_the_next_sync_
         assert 0 < list(versions.values()).count("versiontwo") < NOTES + 30, "some notes new, some old"
 
         await cluster.start("ingest")
+        # The restarted process marks the killed sync interrupted as it starts, so the status does not call it
+        # running (it stayed 'running' for ever).
+        run = await interrupted_run(cluster)
+        assert run.error and "stopped before it finished" in run.error
+        assert await connection.fetchval("SELECT status FROM ingest_runs WHERE id = $1", last_run + 1) == "interrupted"
         again = await sync(cluster)
+        assert (await index_status(cluster)).last_run.state == ingest_pb.SYNC_RUN_STATE_SUCCEEDED
         totals = again[-1].done.totals
         assert totals.failed == 0
         notes = await connection.fetchval("SELECT count(*) FROM vault_files WHERE status = 'indexed'")
@@ -346,3 +369,65 @@ async def test_each_service_serves_prometheus_metrics_that_saw_the_faults(cluste
     assert metric(shim, "secondbrain_http_requests_total", status="200") >= 1
     assert hidden.status_code == 404, "the metrics are not served to browsers through Envoy"
     record_property("figures", ", ".join(f"{name} {len(text.splitlines())} lines" for name, text in texts.items()))
+
+
+# -- chat itself (last: a restarted chat starts its counters again, which the metrics test above reads) ---------------
+
+
+async def test_chat_killed_mid_turn_gives_an_error_event_and_the_answer_keeps_its_text_and_fails_soon(
+    cluster: Cluster, record_property
+) -> None:
+    """kill -9 chat mid-answer: the REST stream ends with a retryable `error` event (not a bare close), and once chat
+    is back the answer is `incomplete` with the text it had streamed, not `pending` for a quarter of an hour."""
+    cluster.llm_delay, cluster.llm_deltas = 0.3, 60  # an answer still streaming once a heartbeat has stored its text
+    await cluster.kill("llm")
+    await cluster.start("llm")
+    conversation = await create_conversation(cluster)
+    connection = await asyncpg.connect(cluster.dsn)
+    try:
+
+        async def kill_once_text_is_stored() -> None:
+            query = "SELECT content FROM chat_messages WHERE conversation_id = $1 AND role = 'assistant'"
+            async with asyncio.timeout(30):
+                while not await connection.fetchval(query, uuid.UUID(conversation)):  # noqa: ASYNC110 - another server's state
+                    await asyncio.sleep(0.1)
+            await cluster.kill("chat")
+
+        turn = await send(cluster, conversation, "How is the compost kept?", on_first_delta=kill_once_text_is_stored)
+        assert not turn.cut, turn
+        assert turn.names[0] == "sources" and "delta" in turn.names and turn.names[-1] == "error", turn.names
+        error = turn.events[-1][1]
+        assert error["retryable"] is True and error["code"] == "UNAVAILABLE", error
+        assert "chat" in error["message"].lower(), error
+        streamed = "".join(data["text"] for name, data in turn.events if name == "delta")
+
+        killed = time.monotonic()
+        await cluster.start("chat")
+        # The shim's channel to chat reconnects in its own time (a 503 until then); the answer's lease then runs out.
+        async with asyncio.timeout(60):
+            while True:
+                try:
+                    stored = await messages(cluster, conversation)
+                except httpx2.HTTPStatusError as failed:
+                    assert failed.response.status_code == 503, failed
+                    stored = []
+                if stored and stored[1]["status"] != "MESSAGE_STATUS_PENDING":
+                    break
+                await asyncio.sleep(0.5)
+        assert stored[0]["content"] == "How is the compost kept?"
+        assert stored[1]["status"] == "MESSAGE_STATUS_INCOMPLETE", stored[1]
+        assert "stopped" in stored[1]["error"], stored[1]
+        kept = stored[1]["content"]
+        assert kept and streamed.startswith(kept.strip().split()[0]), (kept, streamed)
+        record_property(
+            "figures",
+            f"the answer was closed {time.monotonic() - killed:.1f} s after the kill, keeping {len(kept)} of the "
+            f"{len(streamed)} characters streamed",
+        )
+        cluster.llm_delay, cluster.llm_deltas = Cluster.llm_delay, Cluster.llm_deltas
+        await cluster.kill("llm")
+        await cluster.start("llm")
+        after = await send(cluster, conversation, "And the tomatoes?")
+        assert after.names[-1] == "done", after.names
+    finally:
+        await connection.close()

@@ -23,7 +23,7 @@ from secondbrain.chat.store.messages import HistoryRow, MessageRow, list_message
 from secondbrain.chat.store.personas import PersonaRow, conversation_persona, get_persona, list_personas
 from secondbrain.chat.store.settings import SETTINGS_COLUMNS, SettingsRow, fetch_settings, update_settings
 from secondbrain.chat.store.sql import STATEMENT_TIMEOUT
-from secondbrain.chat.store.turns import answer_exists, close_abandoned_turns, finish_turn, start_turn
+from secondbrain.chat.store.turns import close_abandoned_turns, finish_turn, keep_answer_alive, start_turn
 
 __all__ = [
     "CONVERSATION_COLUMNS",
@@ -34,7 +34,6 @@ __all__ = [
     "MessageRow",
     "PersonaRow",
     "SettingsRow",
-    "answer_exists",
     "close_abandoned_turns",
     "conversation_persona",
     "create_conversation",
@@ -43,6 +42,7 @@ __all__ = [
     "finish_turn",
     "get_conversation",
     "get_persona",
+    "keep_answer_alive",
     "list_conversations",
     "list_messages",
     "list_personas",

@@ -1,6 +1,6 @@
-"""A turn's two writes: its question with the answer's placeholder, then the answer; and the sweep of answers a
-stopped process left pending. Each transaction that locks a conversation and its messages locks the conversation
-first, as a delete does, so none deadlocks with one."""
+"""A turn's two writes: its question with the answer's placeholder, then the answer; the placeholder's lease while
+the answer is written; and the sweep of answers a stopped process left pending. Each transaction that locks a
+conversation and its messages locks the conversation first, as a delete does, so none deadlocks with one."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ async def start_turn(
     """Store the question and the answer's placeholder in one transaction; name an untitled conversation `title`.
 
     Returns (user message id, assistant message id), or None when the conversation does not exist. The placeholder
-    is pending with `placeholder_error` until `finish_turn` fills it, so a service that dies mid-answer leaves an
-    honest record rather than nothing.
+    is pending with `placeholder_error` until `finish_turn` fills it, under a lease the turn renews
+    (`keep_answer_alive`), so a service that dies mid-answer leaves an honest record rather than nothing, closed
+    once the lease runs out.
     """
     async with connection.transaction():
         found = await connection.fetchval(
@@ -37,8 +38,8 @@ async def start_turn(
             return None
         ids = await connection.fetch(
             """
-            INSERT INTO chat_messages (conversation_id, role, content, status, error)
-            VALUES ($1, 'user', $2, 'complete', ''), ($1, 'assistant', '', 'pending', $3)
+            INSERT INTO chat_messages (conversation_id, role, content, status, error, alive_at)
+            VALUES ($1, 'user', $2, 'complete', '', NULL), ($1, 'assistant', '', 'pending', $3, now())
             RETURNING id
             """,
             conversation_id,
@@ -100,9 +101,10 @@ async def finish_turn(
     return status != "UPDATE 0"
 
 
-async def close_abandoned_turns(connection: asyncpg.Connection, older_than_seconds: float, error: str) -> int:
-    """Mark answers still pending after `older_than_seconds` incomplete with `error`: whatever was writing them
-    stopped (a chat process killed mid-answer). Returns how many were closed.
+async def close_abandoned_turns(connection: asyncpg.Connection, lease_seconds: float, error: str) -> int:
+    """Mark answers whose lease ran out `lease_seconds` ago incomplete with `error`, keeping the text they had:
+    whatever was writing them stopped (a chat process killed mid-answer). Returns how many were closed. (A row
+    written before leases has none: its creation time stands in.)
 
     Their conversations are locked first, as a delete locks them, so the sweep never deadlocks with one.
     """
@@ -111,27 +113,36 @@ async def close_abandoned_turns(connection: asyncpg.Connection, older_than_secon
             """
             SELECT 1 FROM chat_conversations WHERE id IN (
                 SELECT conversation_id FROM chat_messages
-                WHERE status = 'pending' AND created_at < now() - make_interval(secs => $1)
+                WHERE status = 'pending' AND coalesce(alive_at, created_at) < now() - make_interval(secs => $1)
             ) ORDER BY id FOR NO KEY UPDATE
             """,
-            older_than_seconds,
+            lease_seconds,
             timeout=STATEMENT_TIMEOUT,
         )
         status = await connection.execute(
             """
             UPDATE chat_messages SET status = 'incomplete', error = $2
-            WHERE status = 'pending' AND created_at < now() - make_interval(secs => $1)
+            WHERE status = 'pending' AND coalesce(alive_at, created_at) < now() - make_interval(secs => $1)
             """,
-            older_than_seconds,
+            lease_seconds,
             error,
             timeout=STATEMENT_TIMEOUT,
         )
     return int(status.split()[-1])
 
 
-async def answer_exists(connection: asyncpg.Connection, message_id: int) -> bool:
-    """Whether a turn's answer row is still there: gone when its conversation was deleted, by any chat process."""
+async def keep_answer_alive(connection: asyncpg.Connection, message_id: int, text: str | None) -> bool:
+    """Renew the lease of a turn's answer row and, unless `text` is None, store the text streamed so far (kept if
+    the process dies before the turn ends); False when the row is gone (its conversation was deleted, by any chat
+    process). One statement on the message's row alone, so it waits on no conversation lock."""
     found = await connection.fetchval(
-        "SELECT EXISTS (SELECT 1 FROM chat_messages WHERE id = $1)", message_id, timeout=STATEMENT_TIMEOUT
+        """
+        UPDATE chat_messages SET alive_at = now(),
+            content = CASE WHEN $2::text IS NOT NULL AND status = 'pending' THEN $2::text ELSE content END
+        WHERE id = $1 RETURNING true
+        """,
+        message_id,
+        text,
+        timeout=STATEMENT_TIMEOUT,
     )
     return bool(found)
