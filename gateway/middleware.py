@@ -1,13 +1,16 @@
 """The shim's pure ASGI middlewares (they never buffer a stream): security headers on every response, the bearer
-token in front of `/api/`, `/v1/` and `/mcp`, and the client each request is served for."""
+token in front of `/api/`, `/v1/` and `/mcp` (wrong ones counted per client), and the client each request is served
+for."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import grpc
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
@@ -16,6 +19,7 @@ from secondbrain.gateway.http_errors import error_response
 from secondbrain.gateway.openai_compat import error_response as openai_error
 from secondbrain.service.auth import HEADER, REFUSED, token_matches
 from secondbrain.service.client_address import FORWARDED_CLIENT, FORWARDED_FOR, Network, resolve_client
+from secondbrain.service.token_guesses import TokenGuesses
 
 # What `/api/` serves without the token: the API's description holds no data, and a client needs it to learn
 # how to authenticate. (The UI's static files are outside `/api/` and open too: they hold no data either.)
@@ -61,11 +65,14 @@ class SecurityHeaders:
 class TokenGuard:
     """Pure ASGI middleware (it never buffers a stream): `/api/`, `/v1/` and `/mcp` need the token when one is set,
     except OPEN_API_PATHS; a preflight that reached here came from an origin Envoy does not allow, and is refused with
-    the fix."""
+    the fix. Wrong tokens count against their client (`token_guesses`; the client is ClientAddress's, which runs
+    first: behind Envoy, whom Envoy saw); a client over the limit is refused with 429 and Retry-After before its
+    token is compared."""
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, token: str | None, guesses: TokenGuesses | None = None) -> None:
         self.app = app
         self.token = token
+        self.guesses = guesses or TokenGuesses()
 
     @staticmethod
     def _guarded(path: str) -> bool:
@@ -76,6 +83,7 @@ class TokenGuard:
             await self.app(scope, receive, send)
             return
         request = Request(scope)
+        path = request.url.path
         if request.method == "OPTIONS":
             origin = request.headers.get("origin", "(no origin)")
             response = error_response(
@@ -83,23 +91,41 @@ class TokenGuard:
                 f"cross-origin requests from {origin} are not allowed: add it to SECONDBRAIN_CORS_ORIGINS "
                 "(comma-separated) and restart the gateway",
             )
-        elif (
-            self.token
-            and self._guarded(request.url.path)
-            and request.url.path not in OPEN_API_PATHS
-            and not token_matches(request.headers.get(HEADER), self.token)
-        ):
-            challenge = {"WWW-Authenticate": 'Bearer realm="secondbrain"'}
-            if request.url.path.startswith(OPENAI_PREFIX):
-                # An OpenAI client reads OpenAI's error shape.
-                response = openai_error(401, REFUSED, "invalid_api_key")
-                response.headers.update(challenge)
+        elif self.token and self._guarded(path) and path not in OPEN_API_PATHS:
+            client = FORWARDED_CLIENT.get() or (scope["client"][0] if scope.get("client") else "unknown")
+            presented = request.headers.get(HEADER)
+            if seconds := self.guesses.refused_for(client):
+                response = self._too_many(path, client, seconds)
+            elif token_matches(presented, self.token):
+                await self.app(scope, receive, send)
+                return
             else:
-                response = error_response(grpc.StatusCode.UNAUTHENTICATED, REFUSED, headers=challenge)
+                if presented is not None:
+                    self.guesses.wrong(client)
+                response = self._unauthenticated(path)
         else:
             await self.app(scope, receive, send)
             return
         await response(scope, receive, send)
+
+    @staticmethod
+    def _unauthenticated(path: str) -> Response:
+        challenge = {"WWW-Authenticate": 'Bearer realm="secondbrain"'}
+        if path.startswith(OPENAI_PREFIX):
+            # An OpenAI client reads OpenAI's error shape.
+            response = openai_error(401, REFUSED, "invalid_api_key")
+            response.headers.update(challenge)
+            return response
+        return error_response(grpc.StatusCode.UNAUTHENTICATED, REFUSED, headers=challenge)
+
+    def _too_many(self, path: str, client: str, seconds: float) -> Response:
+        message = self.guesses.refusal_message(client, seconds)
+        retry = {"Retry-After": str(math.ceil(seconds))}
+        if path.startswith(OPENAI_PREFIX):
+            response = openai_error(429, message, "rate_limit_exceeded")
+            response.headers.update(retry)
+            return response
+        return error_response(grpc.StatusCode.RESOURCE_EXHAUSTED, message, headers=retry)
 
 
 class ClientAddress:

@@ -108,6 +108,8 @@ async def create_server(
         address,
         [ServiceBinding(SERVICE_NAME, ChatServicer(chat, limiter), pb_grpc.add_ChatServiceServicer_to_server)],
         api_token=settings.token,
+        proxies=networks(settings.trusted_proxies),
+        trusted_hops=settings.trusted_proxy_hops,
     )
     if owned:
         running.background.append(asyncio.create_task(_close_when_stopped(chat)))

@@ -19,6 +19,7 @@ from secondbrain.ingest.queue_worker import run_queue_worker
 from secondbrain.ingest.servicer import SERVICE_NAME, IngestServicer
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
 from secondbrain.llm import EXTRACTIVE, ProviderCatalog
+from secondbrain.service.client_address import networks
 from secondbrain.service.runner import ServiceDeps, serve
 from secondbrain.service.server import RunningServer, ServiceBinding, build_server
 
@@ -55,6 +56,8 @@ async def create_server(
         address,
         [ServiceBinding(SERVICE_NAME, servicer, pb_grpc.add_IngestServiceServicer_to_server)],
         api_token=deps.config.settings.token,
+        proxies=networks(deps.config.settings.trusted_proxies),
+        trusted_hops=deps.config.settings.trusted_proxy_hops,
     )
     if one_command:
         return running

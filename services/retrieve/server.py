@@ -16,6 +16,7 @@ from secondbrain.retrieve.pipeline import Retriever
 from secondbrain.retrieve.rerank import Reranker, create_reranker
 from secondbrain.retrieve.servicer import SERVICE_NAME, RetrieveServicer
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
+from secondbrain.service.client_address import networks
 from secondbrain.service.runner import ServiceDeps, serve
 from secondbrain.service.server import RunningServer, ServiceBinding, build_server
 
@@ -60,6 +61,8 @@ async def create_server(
         address,
         [ServiceBinding(SERVICE_NAME, RetrieveServicer(retriever), pb_grpc.add_RetrieveServiceServicer_to_server)],
         api_token=deps.config.settings.token,
+        proxies=networks(deps.config.settings.trusted_proxies),
+        trusted_hops=deps.config.settings.trusted_proxy_hops,
     )
     if retriever.embedder is not None and not one_command:
         # Load the model now rather than on the first question (a fraction of a second for the local one, seconds

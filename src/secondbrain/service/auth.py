@@ -13,14 +13,16 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import re
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2
 
 from secondbrain.jsonlog import request_id
-from secondbrain.service.client_address import FORWARDED_CLIENT, FORWARDED_FOR
-from secondbrain.service.handlers import HandlerInterceptor, without_reading
+from secondbrain.service.client_address import FORWARDED_CLIENT, FORWARDED_FOR, Network, call_client
+from secondbrain.service.handlers import Behaviour, HandlerInterceptor, with_behaviour, without_reading
+from secondbrain.service.token_guesses import TokenGuesses
 from secondbrain.service.tracing import inject
 
 HEADER = "authorization"
@@ -91,15 +93,6 @@ def token_matches(presented: str | None, token: str) -> bool:
     return hmac.compare_digest(parts["token"].encode(), token.encode())
 
 
-async def _refuse_unary(requests: Any, context: grpc.aio.ServicerContext) -> Any:
-    await context.abort(grpc.StatusCode.UNAUTHENTICATED, REFUSED)
-
-
-async def _refuse_stream(requests: Any, context: grpc.aio.ServicerContext) -> Any:
-    await context.abort(grpc.StatusCode.UNAUTHENTICATED, REFUSED)
-    yield  # pragma: no cover - abort raises; the yield makes this an async generator like the handler it replaces
-
-
 class TokenInterceptor(HandlerInterceptor):
     """Refuses every call without the token with UNAUTHENTICATED, before any handler runs and before its request
     is read: a caller without the token can make the server hold nothing (found by a probe: 20 unauthenticated
@@ -108,20 +101,77 @@ class TokenInterceptor(HandlerInterceptor):
     A health check without the token is answered, but its request is not read either: gRPC's transport limit is
     the server's largest method's (16 MiB on ingest, for UpsertNote), so reading it let 20 unauthenticated 15 MB
     checks take ingest from 95 to 445 MB (a second probe). It is answered with the server's overall status, which
-    is every service's (`RunningServer.set_status` sets them together): what a probe naming its service would get."""
+    is every service's (`RunningServer.set_status` sets them together): what a probe naming its service would get.
 
-    def __init__(self, token: str, health_servicer: health.aio.HealthServicer) -> None:
+    Wrong tokens count against their caller (`token_guesses`, the client by `client_address`'s rule with `proxies`
+    and `trusted_hops`); a caller over the limit is refused with RESOURCE_EXHAUSTED whatever it sends. gRPC tells an
+    interceptor a call's metadata but not its peer, so the token is compared first (in constant time), whether to
+    read the request depends on it, and the caller is looked up once the call runs: a refused caller's answer is the
+    same either way, and a right token needs no look-up while nobody is refused."""
+
+    def __init__(
+        self,
+        token: str,
+        health_servicer: health.aio.HealthServicer,
+        guesses: TokenGuesses | None = None,
+        proxies: Sequence[Network] = (),
+        trusted_hops: int = 0,
+    ) -> None:
         self._token = token
         self._health = health_servicer
+        self._guesses = guesses or TokenGuesses()
+        self._proxies = tuple(proxies)
+        self._trusted_hops = trusted_hops
 
     def wrap(self, handler: grpc.RpcMethodHandler, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
         metadata = dict(details.invocation_metadata or ())
-        if token_matches(metadata.get(HEADER), self._token):
-            return handler
+        presented = metadata.get(HEADER)
+        if token_matches(presented, self._token):
+            if not self._guesses.refusing_anyone() or details.method.startswith(OPEN_METHOD_PREFIXES):
+                return handler
+            return with_behaviour(handler, unary=self._unless_refused_unary, stream=self._unless_refused_stream)
         if details.method.startswith(OPEN_METHOD_PREFIXES):
+            # Answered whatever the token: not a guess (its answer is no different with the right one).
             return without_reading(handler, unary=self._overall_check, stream=self._overall_watch)
-        # Every kind of call is refused, reflection's bidi stream included.
-        return without_reading(handler, unary=_refuse_unary, stream=_refuse_stream)
+        # Every kind of call is refused, reflection's bidi stream included; only a token presented is a guess.
+        guess = presented is not None
+
+        async def refuse_unary(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+            await self._refuse(context, guess)
+
+        async def refuse_stream(requests: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            await self._refuse(context, guess)
+            yield  # pragma: no cover - _refuse raises; the yield makes this an async generator like the handler
+
+        return without_reading(handler, unary=refuse_unary, stream=refuse_stream)
+
+    async def _refuse(self, context: grpc.aio.ServicerContext, guess: bool) -> None:
+        client = call_client(context, self._proxies, self._trusted_hops)
+        if seconds := self._guesses.refused_for(client):
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, self._guesses.refusal_message(client, seconds))
+        if guess:
+            self._guesses.wrong(client)
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, REFUSED)
+
+    async def _abort_if_refused(self, context: grpc.aio.ServicerContext) -> None:
+        client = call_client(context, self._proxies, self._trusted_hops)
+        if seconds := self._guesses.refused_for(client):
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, self._guesses.refusal_message(client, seconds))
+
+    def _unless_refused_unary(self, behaviour: Behaviour) -> Behaviour:
+        async def run(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            await self._abort_if_refused(context)
+            return await behaviour(request, context)
+
+        return run
+
+    def _unless_refused_stream(self, behaviour: Behaviour) -> Behaviour:
+        async def run(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            await self._abort_if_refused(context)
+            async for response in behaviour(request, context):
+                yield response
+
+        return run
 
     async def _overall_check(self, requests: Any, context: grpc.aio.ServicerContext) -> Any:
         return await self._health.Check(health_pb2.HealthCheckRequest(), context)

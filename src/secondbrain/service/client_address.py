@@ -17,6 +17,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
+from typing import Any
 
 FORWARDED_FOR = "x-forwarded-for"
 LOOPBACK = ("127.0.0.0/8", "::1/128")
@@ -70,3 +71,10 @@ def grpc_peer_address(peer: str | None) -> str:
         return "unknown"
     spelled = peer.split(":", 1)[-1]
     return spelled.rsplit(":", 1)[0].strip("[]") if ":" in spelled else spelled
+
+
+def call_client(context: Any, proxies: Sequence[Network] = (), trusted_hops: int = 0) -> str:
+    """The client of a gRPC call (`context`, a `grpc.aio.ServicerContext`): its peer, or when the peer is one of
+    `proxies`, whom the proxy saw."""
+    forwarded = next((value for key, value in context.invocation_metadata() or () if key == FORWARDED_FOR), None)
+    return resolve_client(grpc_peer_address(context.peer()), forwarded, proxies, trusted_hops)

@@ -58,3 +58,14 @@ METRICS_CLIENT_TIMEOUT_SECONDS = 5.0
 # Clients served at once, each in a thread; one more is closed as soon as it is accepted (Prometheus scrapes one at
 # a time; a probe's 300 slow clients made 316 threads in ingest).
 METRICS_MAX_CLIENTS = 16
+
+# --- Wrong tokens, at every door that checks the token (each gRPC port; the shim's /api/, /v1/ and /mcp) ---
+# (service/token_guesses.py.) After this many wrong tokens from one client within the window, every request from it
+# is refused for the refusal time, the right token included, so a guess is never tried (a probe made 5,000 guesses
+# in 3.1 s). Generous enough for a person retyping a token, or a page whose few calls carry a stale one.
+TOKEN_GUESSES_ALLOWED = 20
+TOKEN_GUESS_WINDOW_SECONDS = 60.0
+TOKEN_GUESS_REFUSAL_SECONDS = 60.0
+# Clients remembered at once (a hundred bytes or so each); beyond it the one whose last wrong token is oldest is
+# forgotten. An IPv6 client is its /64, the block one subscriber is given, so its addresses are one client.
+TOKEN_GUESS_CLIENTS = 10_000

@@ -19,6 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from secondbrain.errors import Unavailable
 from secondbrain.service.auth import TokenInterceptor
+from secondbrain.service.client_address import LOOPBACK, Network, networks
 from secondbrain.service.error_mapping import ErrorMappingInterceptor
 from secondbrain.service.handlers import Behaviour, HandlerInterceptor, with_behaviour
 from secondbrain.service.health_client import DATABASE_HEADER
@@ -29,6 +30,8 @@ from secondbrain.service.reflection import enable_reflection
 
 log = logging.getLogger(__name__)
 
+# Whose x-forwarded-for a server believes unless told (SECONDBRAIN_TRUSTED_PROXIES' default).
+LOOPBACK_NETWORKS = networks(LOOPBACK)
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 HEALTH_CHECK = "/grpc.health.v1.Health/Check"
@@ -97,9 +100,17 @@ class RunningServer:
                 log.warning("background work did not stop within 5 s", extra={"task": task.get_name()})
 
 
-async def build_server(address: str, bindings: Sequence[ServiceBinding], api_token: str | None = None) -> RunningServer:
+async def build_server(
+    address: str,
+    bindings: Sequence[ServiceBinding],
+    api_token: str | None = None,
+    *,
+    proxies: Sequence[Network] = LOOPBACK_NETWORKS,
+    trusted_hops: int = 0,
+) -> RunningServer:
     """A server on `address` ("host:port"; port 0 picks a free one) with health, reflection and error mapping;
-    with `api_token`, every call but a health check must present it."""
+    with `api_token`, every call but a health check must present it, and a client (the peer, or whom one of
+    `proxies` saw: `client_address`) that sends too many wrong ones is refused a while (`token_guesses`)."""
     # Observation is outermost, so refused calls are counted too; then the token check, so a refused call never
     # reaches a handler; then the mapping of errors to statuses.
     health_servicer = health.aio.HealthServicer()
@@ -107,7 +118,7 @@ async def build_server(address: str, bindings: Sequence[ServiceBinding], api_tok
     if (database := SERVED_DATABASE.get()) is not None:
         interceptors.append(DatabaseHeaderInterceptor(database))
     if api_token:
-        interceptors.append(TokenInterceptor(api_token, health_servicer))
+        interceptors.append(TokenInterceptor(api_token, health_servicer, proxies=proxies, trusted_hops=trusted_hops))
     server = grpc.aio.server(
         interceptors=[*interceptors, ErrorMappingInterceptor()],
         options=[
