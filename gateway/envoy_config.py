@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -18,6 +19,7 @@ from urllib.parse import urlsplit
 from secondbrain.config import Settings
 from secondbrain.errors import ConfigError
 from secondbrain.gateway.local_requests import FOREIGN_HOST_REFUSAL, LOOPBACK_NAMES
+from secondbrain.service.listener_bounds import ENVOY_MAX_CONNECTIONS, envoy_max_connections
 from secondbrain.service.tracing import otlp_headers, otlp_traces_endpoint
 
 TEMPLATE = "envoy.yaml.template"
@@ -106,10 +108,14 @@ class GatewayLayout:
     trace_endpoint: str | None = None
     # With a certificate and key the listener serves HTTPS only (HTTP/2 or HTTP/1.1, chosen by ALPN).
     tls: TlsFiles | None = None
+    # Client connections Envoy holds at once (listener_bounds.py).
+    max_connections: int = ENVOY_MAX_CONNECTIONS
 
 
 def local_layout(settings: Settings, *, listen_port: int | None = None) -> GatewayLayout:
-    """Envoy on this machine in front of the configured services; the admin API on a Unix socket of its user's."""
+    """Envoy on this machine in front of the configured services; the admin API on a Unix socket of its user's; its
+    cap on connections within the file limit of this process, which Envoy inherits (`secondbrain serve envoy` execs
+    it)."""
     return GatewayLayout(
         listen_host=settings.host,
         listen_port=settings.gateway_port if listen_port is None else listen_port,
@@ -123,6 +129,7 @@ def local_layout(settings: Settings, *, listen_port: int | None = None) -> Gatew
         trace_endpoint=otlp_traces_endpoint(),
         loopback_names_only=not settings.token,
         tls=tls_files(settings),
+        max_connections=envoy_max_connections(resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
     )
 
 
@@ -298,6 +305,7 @@ def render(layout: GatewayLayout) -> str:
         "cors_origins": json.dumps([{"exact": origin} for origin in layout.cors_origins]),
         "trusted_proxy_hops": layout.trusted_proxy_hops,
         "connection_idle_timeout": f"{CONNECTION_IDLE_TIMEOUT_SECONDS}s",
+        "max_connections": layout.max_connections,
         "transport_socket": _downstream_tls(layout.tls),
         **_tracing(layout.trace_endpoint),
         **_hosts(layout.loopback_names_only),

@@ -3,8 +3,9 @@ a connection may take to say what it wants or sit idle, on streams, and on compr
 probe held 20,000 silent connections on the shim's and the gRPC ports, and inflated 840 KB gzip requests to 15 MiB
 in ingest's memory).
 
-Read by `service/server.py` (each gRPC port) and `gateway/server.py` (the shim). Envoy's own bounds are in its
-template (`gateway/envoy.yaml.template`: a 60 s idle timeout on client connections).
+Read by `service/server.py` (each gRPC port), `gateway/server.py` (the shim) and `gateway/envoy_config.py` (Envoy's
+cap on connections; its template, `gateway/envoy.yaml.template`, holds its timeouts: request headers within 10 s, a
+client connection idle 60 s is closed).
 """
 
 from __future__ import annotations
@@ -35,6 +36,30 @@ def grpc_server_options() -> list[tuple[str, int]]:
         ("grpc.max_concurrent_streams", GRPC_MAX_CONCURRENT_STREAMS),
         ("grpc.compression_enabled_algorithms_bitset", GRPC_ACCEPTED_COMPRESSION_BITSET),
     ]
+
+
+# --- Envoy (the one listener meant for clients) ---
+
+# Client connections Envoy holds at once (the overload manager's `global_downstream_max_connections`, on all its
+# listeners: one more is closed as soon as it is accepted, and counted in its stats). Envoy has no bound per client:
+# its connection limit filter (`envoy.filters.network.connection_limit`) and connection rate limit are per listener
+# too, and what keys on the client's address (the local rate limit's descriptors) counts requests, not connections;
+# a flood from one address is bounded by this, by the 60 s idle timeout and by the 10 s for request headers
+# (docs/reliability.md says how to bound each client in front of Envoy).
+ENVOY_MAX_CONNECTIONS = 10_000
+# What else Envoy keeps open: its connections to the services (each cluster's circuit breaker allows 1,024 by
+# default; only the shim's, HTTP/1.1 with one request per connection, grows with the clients) and its own files.
+ENVOY_UPSTREAM_CONNECTIONS = 1_024
+ENVOY_SPARE_FILES = 128
+
+
+def envoy_max_connections(file_limit: int) -> int:
+    """The cap on Envoy's client connections for an Envoy that may open `file_limit` descriptors (its RLIMIT_NOFILE):
+    ENVOY_MAX_CONNECTIONS where the limit has room for it beside the upstream connections and Envoy's own files (at a
+    limit of 20,000, say), else what it has room for, and never less than half the limit (at 1,024: 512), so a flood
+    meets this cap before Envoy runs out of descriptors."""
+    room = file_limit - ENVOY_UPSTREAM_CONNECTIONS - ENVOY_SPARE_FILES
+    return min(ENVOY_MAX_CONNECTIONS, max(room, file_limit // 2))
 
 
 # --- The REST shim (uvicorn) ---
