@@ -109,7 +109,7 @@ class PreparedNote:
                     context=self.contexts[position],
                     token_count=chunk.token_count,
                     embedding=self.vectors[position],
-                    date=passage_date(chunk.heading_path, self.date) if self.date else None,
+                    date=passage_date(chunk.heading_path, self.date, chunk.text) if self.date else None,
                 )
                 for position, chunk in enumerate(self.chunks)
             ],
