@@ -19,7 +19,9 @@ A passage under a dated heading (`## 2026-01-20`, `## 20 January 2026`, `## Mond
 log) is from that heading's day, the innermost dated heading winning. A heading without its year (`### Tue 10 Feb`,
 `## 12 March`) takes it from a heading above that names one (`# 2026`, `## March 2026`), else from the note's days
 (a weekly note's `Tue 10 Feb` is of that week's year). A heading naming a month of a year (`## March 2026`) dates
-what is under it to that month. Any other passage is from its note's date.
+what is under it to that month. A passage under no dated heading, in a note not dated to one day, is from the days
+its lines start with (an undated log's table rows, a weekly note's `- Tue 20 Jan:` items). Any other passage is
+from its note's date.
 Each date is kept with its source, so a reader (and the status) can tell a journal's own day from a file's mtime.
 A front matter value that names no date is a warning for that file, and the next source is used.
 """
@@ -39,6 +41,7 @@ from secondbrain.date_sources import (
     FIRST_LINE,
     FRONT_MATTER,
     HEADING,
+    LINES,
     MODIFIED,
     MONTH_NAMES,
     MONTHS,
@@ -59,6 +62,8 @@ _MONTH_HEADING = re.compile(
 )
 # A note's first line is read for a day only this far in: a diary's opening, not a paragraph's middle.
 _FIRST_LINE_CHARS = 80
+# What comes before a line's own words: a table's pipe, a list's mark, a quote's, emphasis.
+_LINE_START = re.compile(r"^[\s|>*_+-]*(?:\[[ xX]\]\s*)?")
 
 
 @dataclass(frozen=True)
@@ -144,18 +149,40 @@ def file_name_date(path: str) -> DateSpan | None:
     return None
 
 
-def passage_date(heading_path: Sequence[str], note: DateSpan) -> DateSpan:
-    """A passage's date: its innermost dated heading's day (or month), else its note's date. A heading without its
-    year takes the year of the nearest heading above naming one, else the one nearest the note's days."""
+def passage_date(heading_path: Sequence[str], note: DateSpan, text: str = "") -> DateSpan:
+    """A passage's date: its innermost dated heading's day (or month), else the days its lines start with (see
+    `lines_date`), else its note's date. A day without its year takes the year of the nearest heading above naming
+    one, else the one nearest the note's days."""
+    near = note.start + (note.end - note.start) / 2
     for level in range(len(heading_path) - 1, -1, -1):
         heading = heading_path[level]
         year = next((y for above in reversed(heading_path[:level]) if (y := heading_year(above))), None)
-        day = heading_date(heading, near=note.start + (note.end - note.start) / 2, year=year)
+        day = heading_date(heading, near=near, year=year)
         if day is not None:
             return DateSpan(day, day, HEADING)
         if (month := _month_heading(heading, year)) is not None:
             return month
-    return note
+    year = next((y for heading in reversed(heading_path) if (y := heading_year(heading))), None)
+    return lines_date(text, note, near, year) or note
+
+
+def lines_date(text: str, note: DateSpan, near: date, year: int | None) -> DateSpan | None:
+    """The first to the last day a passage's lines start with (a table's rows `| Sat 14 Mar | 10k |`, a list's items
+    `- Tue 20 Jan: ...`, `Mon: ...`), for a passage its note does not date to one day: an undated log's rows date it,
+    and a week's note is narrowed to the days its passage tells of. Days outside a dated note's span are plans or
+    memories, not what the passage is from: then the note's date stands."""
+    if note.source != MODIFIED and note.start == note.end:
+        return None
+    days = []
+    for line in text.splitlines():
+        start = _LINE_START.sub("", line)[:_FIRST_LINE_CHARS]
+        if start[:1].isalnum() and (day := heading_date(start, near=near, year=year)) is not None:
+            days.append(day)
+    if not days:
+        return None
+    if note.source != MODIFIED and not all(note.start <= day <= note.end for day in days):
+        return None
+    return DateSpan(min(days), max(days), LINES)
 
 
 def _month_heading(heading: str, year: int | None) -> DateSpan | None:

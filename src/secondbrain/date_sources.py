@@ -15,6 +15,8 @@ MODIFIED = "modification time"
 FRONT_MATTER = "front matter"
 # A day a note's title or first line starts with: a diary's "Thursday 16th April".
 FIRST_LINE = "first line"
+# The days a passage's lines start with: an undated log's table rows, a weekly note's "- Tue 20 Jan:" items.
+LINES = "lines"
 
 # A day written at the start of a file name or a value: `2026-01-20`, `2026-01-20 Standup`, `2026-01-20T09:00`.
 DAY_NAME = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?!\d)")

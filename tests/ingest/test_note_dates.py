@@ -144,6 +144,19 @@ def test_a_log_heading_without_its_year_takes_the_year_of_a_heading_above_or_the
     assert passage_date(["Sowing", "March"], undated) == undated
 
 
+def test_an_undated_logs_rows_and_a_weeks_items_date_their_passage_by_the_days_they_start_with() -> None:
+    undated = DateSpan(date(2026, 11, 30), date(2026, 11, 30), MODIFIED)
+    table = "| Date | Distance |\n|---|---|\n| Sat 14 Mar | 10k |\n| Tue 17 Mar | 5k |\n| Sat 21 Mar | 12k |"
+    assert passage_date(["Runs"], undated, table) == DateSpan(date(2026, 3, 14), date(2026, 3, 21), "lines")
+    week = DateSpan(date(2026, 1, 19), date(2026, 1, 25), FILE_NAME)
+    assert passage_date([], week, "- Tue 20 Jan: kickoff\n- Wed 21 Jan: wireframes").start == date(2026, 1, 20)
+    # A day outside a dated note's span is a plan, and a note of one day keeps its day.
+    assert passage_date([], week, "- 3 March: dentist") == week
+    day = DateSpan(date(2026, 1, 20), date(2026, 1, 20), FILE_NAME)
+    assert passage_date([], day, "- Tue 20 Jan: kickoff") == day
+    assert passage_date(["Runs"], undated, "Ran 10k on Sat 14 Mar.") == undated, "only a line's start dates it"
+
+
 @pytest.mark.parametrize(
     ("body", "day"),
     [
