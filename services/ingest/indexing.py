@@ -27,6 +27,7 @@ from secondbrain.ingest.events import FileDone, Outcome, Totals
 from secondbrain.ingest.note import ParsedNote, parse_note
 from secondbrain.ingest.note_dates import DateSpan, note_date, passage_date
 from secondbrain.ingest.vault_walk import VaultFile, read_note_text
+from secondbrain.vault_config import IngestSection
 from secondbrain.vault_files import OutsideVault
 
 log = logging.getLogger(__name__)
@@ -131,15 +132,16 @@ class NoteIndexer:
         return replace(budget, max_tokens=budget.max_tokens - CONTEXT_TOKENS)
 
     def prepare(
-        self, path: str, text: str, mtime: float, size: int, is_new: bool, max_chunks: int | None = None
+        self, path: str, text: str, mtime: float, size: int, is_new: bool, limits: IngestSection
     ) -> PreparedNote:
-        """Parse and chunk a note. One making more than `max_chunks` chunks (ingest.max_chunks_per_note) comes back
-        with none and `refused` saying why, so a caller can still see it unchanged (a limit lowered since it was
-        indexed refuses only its next version)."""
-        note = parse_note(path, text)
+        """Parse and chunk a note within the vault's `limits`. One making more chunks than
+        ingest.max_chunks_per_note comes back with none and `refused` saying why, so a caller can still see it
+        unchanged (a limit lowered since it was indexed refuses only its next version); a front matter over
+        ingest.max_front_matter_bytes is not read, with a warning."""
+        note = parse_note(path, text, limits.max_front_matter_bytes)
         refused = ""
         try:
-            chunks = chunk_note(note, self.budget(), self.embedder.count_tokens, max_chunks)
+            chunks = chunk_note(note, self.budget(), self.embedder.count_tokens, limits.max_chunks_per_note)
         except TooManyChunks as error:
             chunks, refused = [], str(error)
         warnings = list(note.warnings)
@@ -225,10 +227,10 @@ class NoteIndexer:
         totals: Totals,
         force: bool,
         record: Recorder,
-        max_chunks: int | None = None,
+        limits: IngestSection,
     ) -> AsyncIterator[FileDone]:
         """Index `files` (what the index knows of them in `index`), yielding each as it is done; `record` stores a
-        written note's outcome in the note's own transaction. A note making more than `max_chunks` chunks fails."""
+        written note's outcome in the note's own transaction. A note over the vault's `limits` fails."""
         group: list[PreparedNote] = []
         in_flight: tuple[list[PreparedNote], asyncio.Task[int]] | None = None
         try:
@@ -252,7 +254,7 @@ class NoteIndexer:
                     yield totals.report(file.path, Outcome.FAILED, error=reason)
                     continue
                 prepared = await asyncio.to_thread(
-                    self.prepare, file.path, text, file.mtime, file.size, known is None, max_chunks
+                    self.prepare, file.path, text, file.mtime, file.size, known is None, limits
                 )
                 if unchanged_content(known, prepared.note.content_hash, force):
                     # Touched but not changed: remember the new mtime so the next sync skips it without reading.

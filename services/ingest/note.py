@@ -53,6 +53,12 @@ _FRONT_MATTER_CLOSE = ("---", "...")
 # up memory or recursion: real front matter is a few dozen values.
 _MAX_FRONT_MATTER_NODES = 10_000
 _MAX_FRONT_MATTER_DEPTH = 50
+# The largest front matter read (`ingest.max_front_matter_bytes`'s default): YAML parses at about 0.4 s a megabyte
+# with libyaml and 3.6 s in pure Python (a planted 4 MB block cost 14 s of ingest's CPU for one note), and real front
+# matter is a few hundred bytes. A larger block is not read, with a warning, and the note's body is indexed.
+MAX_FRONT_MATTER_BYTES = 64 * 1024
+# libyaml's safe loader where PyYAML was built with it (its wheels are): the same documents, about 8x faster.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # A fence may sit inside a blockquote or an indented list item, so leading spaces and '>' markers are allowed.
 _FENCE_RE = re.compile(r"^(?:[ \t]*>)*[ \t]*(`{3,}|~{3,})(.*)$")
@@ -66,8 +72,9 @@ _TAG_RE = re.compile(r"(?:^|(?<=\s))#([\w/-]+)")
 _TAG_SPLIT_RE = re.compile(r"[,\s]+")
 
 
-def parse_note(path: str, text: str) -> ParsedNote:
-    """Parse one note's text; never raises, problems become `warnings`.
+def parse_note(path: str, text: str, max_front_matter_bytes: int = MAX_FRONT_MATTER_BYTES) -> ParsedNote:
+    """Parse one note's text; never raises, problems become `warnings`. A front matter over
+    `max_front_matter_bytes` is not read (a warning says so).
 
     Line endings are normalised to '\\n' (as `read_note_text` already does) so line numbers agree with the chunker;
     `content_hash` is over the text exactly as given, so it changes whenever the file does.
@@ -79,17 +86,22 @@ def parse_note(path: str, text: str) -> ParsedNote:
     block_end = _front_matter_end(lines)
     if block_end is None and lines[0].rstrip() == _FRONT_MATTER_OPEN:
         warnings.append("unterminated front matter: the '---' on line 1 has no closing '---'; read as body text")
-    if block_end is None:
-        frontmatter: dict[str, Any] = {}
-        body_index = 0
-    else:
-        frontmatter = _load_front_matter(lines[1:block_end], warnings)
-        body_index = block_end + 1
+    block = lines[1:block_end] if block_end is not None else []
+    size = len("\n".join(block).encode("utf-8", "surrogatepass"))
+    if size > max_front_matter_bytes:
+        warnings.append(
+            f"the front matter is {size:,} bytes, over the {max_front_matter_bytes:,}-byte limit "
+            "(ingest.max_front_matter_bytes): not read, so its title, tags, aliases, links and dates are ignored; the "
+            "body is indexed"
+        )
+        block = []
+    frontmatter: dict[str, Any] = _load_front_matter(block, warnings) if block else {}
+    body_index = block_end + 1 if block_end is not None else 0
     body_lines = lines[body_index:]
     body_start_line = body_index + 1
 
     masked = list(_masked_body_lines(body_lines))
-    links = _front_matter_links(lines[1:block_end] if block_end is not None else [])
+    links = _front_matter_links(block)
     links.extend(_links_in(masked, body_start_line))
     return ParsedNote(
         path=path,
@@ -122,7 +134,7 @@ def _front_matter_end(lines: list[str]) -> int | None:
 def _load_front_matter(block: list[str], warnings: list[str]) -> dict[str, Any]:
     """The YAML mapping, made JSON-safe; {} with a warning when it is not one."""
     try:
-        loaded = yaml.safe_load("\n".join(block))
+        loaded = yaml.load("\n".join(block), Loader=_YAML_LOADER)  # a safe loader: libyaml's or PyYAML's own
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f" (line {mark.line + 2})" if mark is not None else ""

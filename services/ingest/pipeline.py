@@ -120,21 +120,15 @@ class Ingestor:
                 await store.unlock_sync(lock)
 
     async def close_interrupted_runs(self) -> None:
-        """Mark the runs of syncs whose process died as interrupted, unless a sync is running (another ingest
-        process's: then it holds the lock, and its own run is the one 'running'). An ingest process does this as
-        it starts, so the status tells a killed sync from a running one before the next sync starts."""
-        async with self.db.pool.acquire() as lock:
-            if not await store.try_lock_sync(lock):
-                return
-            try:
-                await self._close_interrupted_runs(lock)
-            finally:
-                await store.unlock_sync(lock)
+        """Mark the runs of syncs whose process died as interrupted (not one another ingest process is running: its
+        session holds the sync lock). An ingest process does this as it starts, so the status tells a killed sync
+        from a running one before the next sync starts; it takes no lock, so a sync asked for meanwhile runs."""
+        async with self.db.pool.acquire() as connection:
+            await self._close_interrupted_runs(connection)
 
     @staticmethod
-    async def _close_interrupted_runs(lock: asyncpg.Connection) -> None:
-        """With the sync lock held on `lock`: every run still 'running' was left by a process that died."""
-        if closed := await store.close_interrupted_runs(lock):
+    async def _close_interrupted_runs(connection: asyncpg.Connection) -> None:
+        if closed := await store.close_interrupted_runs(connection):
             log.warning("syncs left running by an ingest process that stopped are marked interrupted",
                         extra={"runs": closed})  # fmt: skip
 
@@ -279,7 +273,7 @@ class Ingestor:
         if stored is None:
             await self._ensure_model(model)
         prepared = await asyncio.to_thread(
-            self.indexer.prepare, path, text, time.time(), size, known is None, self.ingest.max_chunks_per_note
+            self.indexer.prepare, path, text, time.time(), size, known is None, self.ingest
         )
         if unchanged_content(known, prepared.note.content_hash):
             return UpsertResult(Outcome.UNCHANGED, 0, tuple(prepared.warnings))

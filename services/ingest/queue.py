@@ -175,9 +175,9 @@ class WorkQueue:
             if not kept:
                 log.warning("a queued file's claim was taken over before it finished", extra={"path": event.path})
 
-        max_chunks = await asyncio.to_thread(_max_chunks, Path(items[0].vault_path)) if items else None
+        limits = await asyncio.to_thread(_ingest_limits, Path(items[0].vault_path)) if items else IngestSection()
         try:
-            async for event in self.indexer.index_files(files, index, Totals(), force, record, max_chunks):
+            async for event in self.indexer.index_files(files, index, Totals(), force, record, limits):
                 if not event.recorded:
                     async with self.db.pool.acquire() as connection:
                         await record(connection, event)
@@ -200,10 +200,10 @@ class WorkQueue:
         await store.finish_item(connection, item.id, self.worker_name, "failed", 0, 0, reason, [])
 
 
-def _max_chunks(vault: Path) -> int:
-    """The vault's ingest.max_chunks_per_note, read afresh as its sync read it (a sync refuses a vault whose
-    secondbrain.json is bad, so the default stands in only for one broken since)."""
+def _ingest_limits(vault: Path) -> IngestSection:
+    """The vault's ingest settings (max_chunks_per_note, max_front_matter_bytes), read afresh as its sync read them
+    (a sync refuses a vault whose secondbrain.json is bad, so the defaults stand in only for one broken since)."""
     try:
-        return load_vault_config(vault).ingest.max_chunks_per_note
+        return load_vault_config(vault).ingest
     except ConfigError:
-        return IngestSection().max_chunks_per_note
+        return IngestSection()

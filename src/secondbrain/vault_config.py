@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from secondbrain.errors import ConfigError, SecondbrainError, describe_problems
+from secondbrain.ingest.note import MAX_FRONT_MATTER_BYTES
 from secondbrain.llm.presets import ProviderOverride
 from secondbrain.providers.env_names import KeyVariable, key_for_own_url
 from secondbrain.retrieve.fusion import VECTOR_WEIGHT, FusionKind
@@ -43,6 +44,14 @@ class IngestSection(_Section):
         description="A note that makes more chunks is skipped and reported, not indexed: each chunk is embedded and "
         "stored, and a note of thousands of one-line sections makes one a line. The default is what 10 MB of prose "
         "makes.",
+    )
+    max_front_matter_bytes: int = Field(
+        default=MAX_FRONT_MATTER_BYTES,
+        ge=0,
+        le=10 * 1024 * 1024,
+        description="A note's front matter (the YAML between its opening '---' lines) over this many bytes is not "
+        "read, with a warning in `secondbrain status --files`, and the note's body is indexed: YAML takes about 0.4 s "
+        "a megabyte to read, and real front matter is a few hundred bytes.",
     )
     max_attachment_bytes: int = Field(
         default=10 * 1024 * 1024,

@@ -227,3 +227,16 @@ def test_never_raises_and_keeps_its_invariants(text: str) -> None:
         assert "[[" in lines[link.line - 1]
     assert len({tag.casefold() for tag in note.tags}) == len(note.tags)
     assert all(tag and not tag.startswith("#") for tag in note.tags)
+
+
+def test_a_front_matter_over_the_limit_is_not_read_and_says_so() -> None:
+    block = "title: Planted\nrelated: '[[Elsewhere]]'\n" + "".join(f"key{i}: some value\n" for i in range(5_000))
+    note = parse_note("a.md", f"---\n{block}---\n# Compost\n\nSee [[Garden]].\n")
+    assert note.title == "Compost" and note.frontmatter == {}
+    assert [link.target for link in note.links] == ["Garden"], "no link of the unread block"
+    assert note.warnings == [
+        f"the front matter is {len(block) - 1:,} bytes, over the 65,536-byte limit (ingest.max_front_matter_bytes): "
+        "not read, so its title, tags, aliases, links and dates are ignored; the body is indexed"
+    ]
+    read = parse_note("a.md", f"---\n{block}---\n# Compost\n", max_front_matter_bytes=len(block))
+    assert read.title == "Planted" and len(read.frontmatter) == 5_002 and not read.warnings

@@ -255,3 +255,36 @@ async def test_a_note_that_became_a_link_loses_its_stored_text_at_the_next_sync(
     (ingest.vault.root / "Architecture.md").write_bytes(b"# Architecture\n\x00broken")
     await ingest.sync()
     assert len(await chunks_of(ingest, "Architecture.md")) > 0
+
+
+async def test_a_front_matter_of_megabytes_is_not_read_and_the_note_body_is_indexed(ingest: Ingest) -> None:
+    """A planted 4 MB front matter (YAML read at seconds a megabyte) is skipped with a warning naming the setting."""
+    keys = "".join(f"key{i}: a value the parser would have to read {i}\n" for i in range(80_000))
+    ingest.vault.write(
+        "Planted.md", f"---\ntitle: Planted title\ntags: [planted]\n{keys}---\n# Compost\n\nTurn it weekly.\n"
+    )
+    events = await ingest.sync()
+    planted = files(events)["Planted.md"]
+    assert planted.outcome == pb.FILE_OUTCOME_ADDED, "the note is indexed, its body searchable"
+    warning = next(w for w in planted.warnings if "front matter" in w)
+    assert "over the 65,536-byte limit (ingest.max_front_matter_bytes)" in warning and "not read" in warning
+    status = await ingest.stub.GetIndexStatus(pb.GetIndexStatusRequest(include_files=True), timeout=30)
+    row = next(f for f in status.files if f.path == "Planted.md")
+    assert row.state == pb.FILE_STATE_INDEXED and "ingest.max_front_matter_bytes" in row.reason
+    assert any("Turn it weekly." in chunk["content"] for chunk in await chunks_of(ingest, "Planted.md"))
+    async with ingest.db.pool.acquire() as connection:
+        note = await connection.fetchrow("SELECT title, frontmatter FROM vault_files WHERE path = 'Planted.md'")
+    assert note["title"] == "Compost" and note["frontmatter"] in ("{}", {}), "nothing of the block was read"
+
+
+async def test_the_front_matter_limit_is_the_vault_setting(ingest: Ingest) -> None:
+    front = "---\ntitle: Planted title\nnote: " + "x" * 200 + "\n---\n# Compost\n\nTurn it weekly.\n"
+    ingest.vault.configure(embedding={"provider": "openai"}, ingest={"max_front_matter_bytes": 100})
+    ingest.vault.write("Small.md", front)
+    warnings = files(await ingest.sync())["Small.md"].warnings
+    assert any("over the 100-byte limit (ingest.max_front_matter_bytes)" in w for w in warnings), warnings
+    ingest.vault.configure(embedding={"provider": "openai"}, ingest={"max_front_matter_bytes": 1000})
+    ingest.vault.write("Small.md", front + "\nEdited.\n")
+    assert not any("front matter" in w for w in files(await ingest.sync(force=True))["Small.md"].warnings)
+    async with ingest.db.pool.acquire() as connection:
+        assert await connection.fetchval("SELECT title FROM vault_files WHERE path = 'Small.md'") == "Planted title"

@@ -34,11 +34,21 @@ INTERRUPTED_ERROR = (
 
 
 async def close_interrupted_runs(connection: asyncpg.Connection) -> int:
-    """Mark every run still 'running' as interrupted; returns how many. Only for a caller holding the sync lock: a
-    sync holds it from before its run starts until after the run's end is recorded, so with the lock held, a run
-    still 'running' belongs to a process that died (its session, and the lock with it, ended)."""
+    """Mark every run still 'running' while no other session holds the sync lock as interrupted; returns how many.
+    A sync holds the lock from before its run starts until after its end is recorded, so such a run belongs to a
+    process that died (its session, and the lock with it, ended). A run that ends meanwhile is not touched: the
+    update reads each row again once the sync's own update commits."""
     status = await connection.execute(
-        "UPDATE ingest_runs SET status = 'interrupted', finished_at = now(), error = $1 WHERE status = 'running'",
+        """
+        UPDATE ingest_runs SET status = 'interrupted', finished_at = now(), error = $2
+        WHERE status = 'running' AND NOT EXISTS (
+            SELECT 1 FROM pg_locks
+            WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid() AND database = (
+                SELECT oid FROM pg_database WHERE datname = current_database()
+            ) AND classid = ($1::bigint >> 32)::oid AND objid = ($1::bigint & 4294967295)::oid AND objsubid = 1
+        )
+        """,
+        SYNC_LOCK_KEY,
         INTERRUPTED_ERROR,
     )
     return int(status.split()[-1])
