@@ -3,11 +3,14 @@
 import type { GetOptionsResponse, Settings } from "../gen/secondbrain/chat/v1/chat_service_pb";
 import { Icon } from "./icons";
 
+// The quoting provider: answers quote the notes, with no model, so a persona changes nothing.
+export const QUOTING = "extractive";
+
 // The model chip: the model's name (its provider's too, in full, on hover); the quoting provider, which has no
 // model, in words.
 function modelChip(settings: Settings | undefined, options: GetOptionsResponse | undefined): [string, string] {
   if (!settings) return ["…", "Model"];
-  if (settings.provider === "extractive") return ["Quoting (no model)", "Answers quote your notes; no model is used"];
+  if (settings.provider === QUOTING) return ["Quoting (no model)", "Answers quote your notes; no model is used"];
   const provider = options?.providers.find((p) => p.id === settings.provider);
   const model = provider?.models.find((m) => m.id === settings.model)?.displayName ?? settings.model;
   return [model, `${provider?.displayName ?? settings.provider} · ${model}`];
@@ -39,6 +42,7 @@ export function ChatHeader({
   onExport: () => void;
 }) {
   const [chip, chipTitle] = modelChip(settings, options);
+  const quoting = settings?.provider === QUOTING;
   return (
     <header className="chat-top">
       <button
@@ -56,13 +60,29 @@ export function ChatHeader({
         {title}
       </h1>
       <div className="chat-controls">
-        <select aria-label="Persona" value={personaId} onChange={(e) => onPersona(e.target.value)}>
+        <select
+          aria-label="Persona"
+          aria-describedby={quoting ? "persona-no-model persona-no-model-more" : undefined}
+          value={personaId}
+          onChange={(e) => onPersona(e.target.value)}
+        >
           {options?.personas.map((p) => (
             <option key={p.id} value={p.id}>
               {p.name}
             </option>
           ))}
         </select>
+        {quoting ? (
+          // Said beside the dropdown, not only in the settings: the answers are quotes whichever persona is chosen.
+          <>
+            <span id="persona-no-model" className="persona-note">
+              Personas take effect only with a model.
+            </span>
+            <span id="persona-no-model-more" className="visually-hidden">
+              Answers now quote your notes; the settings say how to add a key.
+            </span>
+          </>
+        ) : null}
         <button type="button" className="chip" title={`${chipTitle} (change in settings)`} onClick={onSettings}>
           {chip}
         </button>

@@ -14,7 +14,7 @@ import { ChatHeader } from "./ChatHeader";
 import { Composer } from "./Composer";
 import { ConversationList } from "./ConversationList";
 import { ConversationView } from "./ConversationView";
-import { rememberScope } from "./memory";
+import { forgetConversation, rememberScope } from "./memory";
 import { PassagePanel } from "./PassagePanel";
 import { noteName } from "../notePaths";
 import { notesInScope } from "./scope";
@@ -42,6 +42,9 @@ export function ChatPage({ onUnauthenticated }: { onUnauthenticated: () => void 
   const list = useConversationList(fail);
   const turn = useTurn(onUnauthenticated);
   const [freshPersona, setFreshPersona] = useState<string>();
+  // The persona a new conversation keeps when the one made for a refused first question is taken away again.
+  const keptPersona = useRef<string>(undefined);
+  const [draft, setDraft] = useState("");
   const [passage, setPassage] = useState<Passage>();
   const [settingsOpen, setSettingsOpen] = useState(false);
   const [drawerOpen, setDrawerOpen] = useState(false);
@@ -54,7 +57,8 @@ export function ChatPage({ onUnauthenticated }: { onUnauthenticated: () => void 
   const routed = useRoutedConversation(fail, (fresh) => {
     setPassage(undefined);
     if (!fresh) return;
-    setFreshPersona(undefined);
+    setFreshPersona(keptPersona.current);
+    keptPersona.current = undefined;
     composer.current?.focus(); // a new conversation: straight to the question
   });
   const { active, setActive, activeRef, scopePath } = routed;
@@ -89,7 +93,9 @@ export function ChatPage({ onUnauthenticated }: { onUnauthenticated: () => void 
     return () => document.removeEventListener("keydown", onKey);
   }, [settingsOpen, passage, drawerOpen, closeDrawer]);
 
-  const personaId = active ? active.personaId : (freshPersona ?? settings?.personaId ?? "");
+  // A conversation without a persona of its own has the default assistant, the first of the options.
+  const personaId =
+    (active ? active.personaId : (freshPersona ?? settings?.personaId)) || options?.personas[0]?.id || "";
   const agentOn = agentChoice ?? settings?.mode === "agent";
   const personaName = options?.personas.find((p) => p.id === personaId)?.name ?? "Assistant";
   // A turn still streaming in a conversation you left is shown there, not here.
@@ -98,9 +104,22 @@ export function ChatPage({ onUnauthenticated }: { onUnauthenticated: () => void 
   async function ask(question: string) {
     if (turn.live) return;
     setError("");
+    // Said before anything is made: the service's own limit (it still checks, and its refusal is the truth).
+    const length = [...question].length; // code points, as the service counts
+    const limit = options?.maxQuestionChars ?? 0;
+    if (limit && length > limit) {
+      setError(
+        `Your question is ${length.toLocaleString()} characters long; a question can be at most ` +
+          `${limit.toLocaleString()}. Shorten it, or ask about one part at a time.`,
+      );
+      composer.current?.focus();
+      return;
+    }
+    setDraft("");
     setPassage(undefined);
     const scope = scopePath;
     const startedIn = activeRef.current?.id;
+    const chosenPersona = freshPersona;
     const ended = await turn.run({
       question,
       mode: settings ? (agentOn ? "agent" : "rag") : "", // "": the settings' mode
@@ -118,6 +137,16 @@ export function ChatPage({ onUnauthenticated }: { onUnauthenticated: () => void 
       filters: scope ? async () => ({ notes: await notesInScope(scope) }) : undefined,
     });
     const shownError = ended.error && !isStoppedMessage(ended.error) ? ended.error : undefined;
+    if (ended.refused) {
+      // Nothing was stored: the question goes back in the composer (unless something new is being written), and
+      // the conversation made for it, still empty, is taken away again.
+      setDraft((current) => current || question);
+      if (!startedIn && ended.conversationId) await unmake(ended.conversationId, chosenPersona);
+      setError(shownError ?? "");
+      turn.finish();
+      composer.current?.focus();
+      return;
+    }
     if (ended.conversationId) {
       try {
         const conversation = await settled(ended.conversationId);
@@ -130,6 +159,24 @@ export function ChatPage({ onUnauthenticated }: { onUnauthenticated: () => void 
       void list.refresh();
     } else if (shownError) setError(shownError);
     turn.finish();
+  }
+
+  // The empty conversation a refused first question made: deleted, and the page a new conversation again (its
+  // persona and scope as they were).
+  async function unmake(id: string, persona: string | undefined) {
+    try {
+      await chat.deleteConversation({ id });
+    } catch (e) {
+      fail(e);
+      return;
+    }
+    forgetConversation(id);
+    if (routed.routeRef.current === id) {
+      keptPersona.current = persona;
+      const about = scopePath;
+      navigate(about ? chatUrl(undefined, about) : chatUrl(), { replace: true, state: { fresh: true } });
+    }
+    void list.refresh();
   }
 
   function removeScope() {
@@ -201,6 +248,8 @@ export function ChatPage({ onUnauthenticated }: { onUnauthenticated: () => void 
           agentAvailable={!!settings}
           busy={turn.busy && !!live}
           blocked={!!turn.live}
+          draft={draft}
+          onDraft={setDraft}
           onRemoveScope={removeScope}
           onAgent={setAgentChoice}
           onSend={(question) => void ask(question)}
@@ -221,6 +270,12 @@ export function ChatPage({ onUnauthenticated }: { onUnauthenticated: () => void 
           options={options}
           settings={settings}
           onSaved={(saved) => {
+            // The persona just saved is the one the header shows: a new conversation's (over a choice made in the
+            // header before), and the open conversation's, which takes it from its next answer.
+            if (saved.personaId !== settings.personaId) {
+              setFreshPersona(undefined);
+              if (active && active.personaId !== saved.personaId) void actions.choosePersona(saved.personaId);
+            }
             setSettings(saved);
             setAgentChoice(undefined);
           }}

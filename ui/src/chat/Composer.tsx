@@ -1,6 +1,5 @@
 // Where a question is written: the scope chip when the conversation is about one note, the question (Enter sends,
 // Shift+Enter is a new line), the Agent toggle for the next turns, and Send, or Stop while an answer streams.
-import { useState } from "react";
 import { Link } from "react-router";
 import { noteUrl } from "../routes";
 import { noteName } from "../notePaths";
@@ -40,12 +39,18 @@ export function Composer({
   agentAvailable,
   busy,
   blocked,
+  draft,
+  onDraft,
   onRemoveScope,
   onAgent,
   onSend,
   onStop,
 }: {
   textarea: React.RefObject<HTMLTextAreaElement | null>;
+  // The question being written: kept by the page, which clears it once the question is taken (and gives it back
+  // when the service turns it away).
+  draft: string;
+  onDraft: (text: string) => void;
   scope?: Scope;
   agentOn: boolean;
   agentAvailable: boolean;
@@ -57,7 +62,6 @@ export function Composer({
   onSend: (question: string) => void;
   onStop: () => void;
 }) {
-  const [draft, setDraft] = useState("");
   return (
     <form
       className="composer"
@@ -66,7 +70,6 @@ export function Composer({
         e.preventDefault();
         const question = draft.trim();
         if (!question || blocked) return;
-        setDraft("");
         onSend(question);
       }}
     >
@@ -78,7 +81,7 @@ export function Composer({
           placeholder={scope ? `Ask about ${noteName(scope.path)}…` : "Ask your notes…"}
           value={draft}
           rows={2}
-          onChange={(e) => setDraft(e.target.value)}
+          onChange={(e) => onDraft(e.target.value)}
           onKeyDown={(e) => {
             if (e.key === "Enter" && !e.shiftKey) {
               e.preventDefault();

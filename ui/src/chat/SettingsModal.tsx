@@ -5,6 +5,7 @@
 import { useRef, useState } from "react";
 import { chat, describeError } from "../api";
 import type { GetOptionsResponse, Settings } from "../gen/secondbrain/chat/v1/chat_service_pb";
+import { QUOTING } from "./ChatHeader";
 import { useDialogFocus } from "./focus";
 
 // Each field the form edits, and its name in an update mask.
@@ -19,6 +20,11 @@ const EDITABLE: [keyof Settings, string][] = [
   ["rerankModel", "rerank_model"],
   ["mode", "mode"],
 ];
+
+// "a, b or c".
+function orList(items: string[]): string {
+  return items.length > 1 ? `${items.slice(0, -1).join(", ")} or ${items.at(-1)}` : (items[0] ?? "");
+}
 
 export function SettingsModal({
   options,
@@ -42,6 +48,11 @@ export function SettingsModal({
   const available = options.providers.filter((p) => p.available);
   const provider = options.providers.find((p) => p.id === draft.provider);
   const models = provider?.models ?? [];
+  const quoting = draft.provider === QUOTING;
+  // What would make a provider available here ("OPENAI_API_KEY", from "set OPENAI_API_KEY"), for the persona's note.
+  const keys = options.providers
+    .filter((p) => !p.available && p.unavailableReason)
+    .map((p) => p.unavailableReason.replace(/^set /, ""));
 
   function change(fields: Partial<Settings>) {
     setDraft({ ...draft, ...fields });
@@ -131,7 +142,12 @@ export function SettingsModal({
           </label>
           <label>
             Persona
-            <select value={draft.personaId} onChange={(e) => change({ personaId: e.target.value })} name="persona">
+            <select
+              value={draft.personaId}
+              onChange={(e) => change({ personaId: e.target.value })}
+              name="persona"
+              aria-describedby={quoting ? "settings-persona-no-model" : undefined}
+            >
               {options.personas.map((p) => (
                 <option key={p.id} value={p.id}>
                   {p.name}
@@ -140,6 +156,15 @@ export function SettingsModal({
               ))}
             </select>
           </label>
+          {quoting ? (
+            <p className="muted small persona-note" id="settings-persona-no-model">
+              Personas take effect only with a model. The quoting provider has none: it answers with sentences quoted
+              from your notes, whichever persona is chosen (the choice is kept for when a model is added).{" "}
+              {keys.length
+                ? `To use a model, set ${orList(keys)} where secondbrain runs, restart it and choose that provider here.`
+                : "Choose a model provider above to use one."}
+            </p>
+          ) : null}
           <label>
             System prompt
             <textarea

@@ -23,6 +23,9 @@ export interface LiveTurn {
   error?: string;
   // The person pressed Stop.
   stopped?: boolean;
+  // The service turned the question away before storing anything (too long, too many questions): the stream ended
+  // in an error before its first event.
+  refused?: boolean;
   agent?: AgentView;
 }
 
@@ -102,6 +105,7 @@ export function useTurn(onUnauthenticated: () => void) {
     abort.current = controller;
     setBusy(true);
     let turn: LiveTurn = { question: request.question, text: "" };
+    let answered = false;
     setLive(turn);
     try {
       const conversationId = await request.conversationId();
@@ -112,6 +116,7 @@ export function useTurn(onUnauthenticated: () => void) {
         { conversationId, content: request.question, mode: request.mode, now: localNow(), filters },
         { signal: controller.signal },
       )) {
+        answered = true;
         if (response.event.case === "sources") request.onStored?.();
         turn = applied(turn, response.event);
         setLive(turn);
@@ -121,7 +126,7 @@ export function useTurn(onUnauthenticated: () => void) {
         turn = { ...turn, stopped: true };
       } else {
         if (isUnauthenticated(e)) onUnauthenticated();
-        turn = { ...turn, error: describeError(e) };
+        turn = { ...turn, error: describeError(e), refused: !answered && turn.conversationId !== undefined };
       }
       setLive(turn);
     } finally {
