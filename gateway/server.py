@@ -30,6 +30,7 @@ from secondbrain.service.auth import is_loopback
 from secondbrain.service.client_address import networks
 from secondbrain.service.listener_bounds import (
     ACCEPT_ERRORS_LOG_EVERY_SECONDS,
+    SHIM_ACCEPT_BACKLOG,
     SHIM_HEAD_TIMEOUT_SECONDS,
     SHIM_KEEP_ALIVE_SECONDS,
     SHIM_MAX_CONNECTIONS,
@@ -65,28 +66,37 @@ class BoundedH11Protocol(H11Protocol):
     """uvicorn's h11 connection, bounded as listener_bounds says: closed when its request head is not whole within
     `head_timeout` of the connection opening or of the previous response (uvicorn's keep-alive timer stops at the
     first byte, so one byte held a connection for ever); and when it would be one connection more than
-    `max_connections`, the connection open longest without having sent a whole request head is closed to make room
-    for it (the new one itself when there is none). A flood of idle connections then only replaces its own: Envoy's
-    next connection, which sends its request at once, is served (the flood benchmark's REST questions through Envoy
-    failed with 503 while new connections were the ones closed)."""
+    `max_connections`, the connection open longest without having sent a whole request head, once what it sent has
+    been read, is closed to make room for it (the new one itself when there is none). A flood of idle connections
+    then only replaces its own: Envoy's next connection, which sends its request at once, is served (the flood
+    benchmark's REST questions through Envoy failed with 503 while new connections were the ones closed)."""
 
     head_timeout: float = SHIM_HEAD_TIMEOUT_SECONDS
     max_connections: int = SHIM_MAX_CONNECTIONS
     _head_timer: asyncio.TimerHandle | None = None
+    _read_once: bool = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         waiting = _without_a_request.setdefault(self.server_state, OrderedDict())
         if len(self.connections) > self.max_connections:
-            if not waiting:
-                CONNECTIONS_CLOSED.labels("over the connection limit").inc()
+            CONNECTIONS_CLOSED.labels("over the connection limit").inc()
+            oldest = next(iter(waiting), None)
+            if oldest is None or not oldest._read_once:
                 transport.abort()
                 return
-            oldest, _ = waiting.popitem(last=False)
-            CONNECTIONS_CLOSED.labels("over the connection limit").inc()
+            del waiting[oldest]
             oldest.transport.abort()
         waiting[self] = None
+        self._read_once = False
+        # The transport starts reading on the loop's next turn; the turn after it, whatever the client sent at once
+        # has been read. Only then may this connection be closed for a newer one (a burst of a flood, accepted
+        # together, would otherwise close an honest connection before its request head was read).
+        self.loop.call_soon(self.loop.call_soon, self._has_been_read)
         self._arm_head_timer()
+
+    def _has_been_read(self) -> None:
+        self._read_once = True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_head_timer()
@@ -213,6 +223,7 @@ async def start_shim(
         # Whom a request is from is the shim's own rule (ClientAddress, SECONDBRAIN_TRUSTED_PROXIES); uvicorn's
         # would put any text a loopback caller wrote in X-Forwarded-For in the place of the peer's address.
         proxy_headers=False,
+        backlog=SHIM_ACCEPT_BACKLOG,
     )
     count_accept_errors()
     server = uvicorn.Server(config)

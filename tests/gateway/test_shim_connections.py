@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator
 
@@ -107,6 +108,27 @@ async def test_connections_over_the_limit_close_the_longest_waiting_and_a_reques
     assert _closed_count("over the connection limit") - counted == 31
     for _, writer in opened:
         writer.close()
+
+
+async def test_a_burst_of_new_connections_cannot_close_one_before_its_request_is_read(
+    shim: RunningShim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(BoundedH11Protocol, "max_connections", 5)
+    idle = [await asyncio.open_connection("127.0.0.1", shim.port) for _ in range(5)]
+    await asyncio.sleep(0.2)
+    # One burst, accepted together while this loop (the shim's too) is busy: a request sent at once, then five idle
+    # connections, each of which would close the oldest connection without a request to make room.
+    honest = socket.create_connection(("127.0.0.1", shim.port))
+    honest.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    burst = [socket.create_connection(("127.0.0.1", shim.port)) for _ in range(5)]
+    reader, writer = await asyncio.open_connection(sock=honest)
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    writer.close()
+    for sock in burst:
+        sock.close()
+    for _, idle_writer in idle:
+        idle_writer.close()
 
 
 async def test_a_flood_of_failed_accepts_is_logged_as_a_count(caplog: pytest.LogCaptureFixture) -> None:

@@ -73,6 +73,12 @@ SHIM_KEEP_ALIVE_SECONDS = 5
 # Connections open at once; one more is closed as soon as it is accepted. Under the process's file limit (20,000
 # here, often 1,024), so the shim's own channels, files and the database never run out of descriptors.
 SHIM_MAX_CONNECTIONS = 2_000
+# Connections waiting to be accepted (the listen backlog), which is also how many asyncio accepts in one go. Under
+# SHIM_MAX_CONNECTIONS, so the few bursts accepted before a new connection's first read cannot fill every slot with
+# connections not yet read (one of them is closed to make room only once read: BoundedH11Protocol). Under a flood
+# of 5,000 reconnecting idle connections, of 50 requests each on a new connection: uvicorn's 2,048, 5 closed
+# unanswered, slowest 2.9 s; 1,024, none closed, slowest 1.5 s; 512, none closed, slowest 2.5 s (more SYNs dropped).
+SHIM_ACCEPT_BACKLOG = 1_024
 # An accept that fails for want of descriptors is logged at most once in this many seconds, with the count since.
 ACCEPT_ERRORS_LOG_EVERY_SECONDS = 10.0
 
