@@ -46,6 +46,10 @@ class NoteHit:
     # The days the note is from ("2026-01-20", "2026-01-19..2026-01-25") and where that was read; "" not dated yet.
     date: str = ""
     date_source: str = ""
+    # The days the hit's section (its heading and snippet) is from, within the date range asked, and where that was
+    # read: a log's dated heading's, else the note's.
+    section_date: str = ""
+    section_date_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -153,4 +157,6 @@ def _hit(row: asyncpg.Record, text: str) -> NoteHit:
         contains=bool(row["contains"]),
         date=span_text(row["date_start"], row["date_end"]),
         date_source=row["date_source"] or "",
+        section_date=span_text(row["section_start"], row["section_end"]),
+        section_date_source=row["section_source"] or "",
     )

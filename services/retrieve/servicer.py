@@ -195,6 +195,8 @@ class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
                     highlights=[pb.TextRange(start=start, end=end) for start, end in hit.highlights],
                     date=hit.date,
                     date_source=hit.date_source,
+                    section_date=hit.section_date,
+                    section_date_source=hit.section_date_source,
                 )
                 for hit in result.hits
             ],

@@ -29,6 +29,11 @@ async def dated_vault(gateway: Gateway) -> None:
     gateway.chat.write("Journal/2026-03-02.md", "# 2 March 2026\n\nThe worktop was fitted.\n")
     gateway.chat.write("Kitchen/Quotes.md", "---\ndate: 2026-01-25\ntags: [kitchen]\n---\n# Quotes\n\nQuartz 1,900.\n")
     gateway.chat.write("Kitchen/Log.md", LOG)
+    # Dated in March by its front matter, with an entry of January under a dated heading.
+    gateway.chat.write(
+        "Kitchen/Plan.md",
+        "---\ndate: 2026-03-01\n---\n# Plan\n\nThe plan.\n\n## 19 January 2026\n\nMeasured the worktop.\n",
+    )
     await gateway.chat.ingest()
 
 
@@ -56,29 +61,31 @@ async def test_a_date_range_alone_lists_its_notes_newest_first_and_clearing_it_c
     await january(page)
     summary = page.get_by_test_id("summary")
     await expect(summary).to_have_text(
-        re.compile(r"^4 notes are dated (Jan 1, 2026|1 Jan 2026) to (Jan 31, 2026|31 Jan 2026), newest first\.$")
+        re.compile(r"^5 notes are dated (Jan 1, 2026|1 Jan 2026) to (Jan 31, 2026|31 Jan 2026), newest first\.$")
     )
     await expect(hits.locator(".note-path")).to_have_text(
-        ["Kitchen/Quotes.md", "Kitchen/Log.md", "Journal/2026-01-20.md", "Journal/2026-01-09.md"]
+        ["Kitchen/Quotes.md", "Kitchen/Log.md", "Journal/2026-01-20.md", "Kitchen/Plan.md", "Journal/2026-01-09.md"]
     )
     assert "Garden" not in await page.locator(".search-page").inner_text(), "nothing of the earlier search is left"
     assert re.search(r"[?&]from=2026-01-01&to=2026-01-31$", page.url) and "q=" not in page.url
     # Each note opens in the reader.
     await expect(hits.first.get_by_role("link", name="Quotes")).to_have_attribute("href", re.compile("/note/"))
     await expect(hits.filter(has_text="Kitchen/Quotes.md").locator(".date-chip")).to_contain_text("2026")
+    # The plan's own date (1 March) is not January's: no chip says a day the range did not ask for.
+    await expect(hits.filter(has_text="Kitchen/Plan.md").locator(".date-chip")).to_have_count(0)
 
     # A folder narrows it further; a reload shows the same list (the URL is the search).
     await page.get_by_label("Folders").select_option("Kitchen")
-    await expect(hits.locator(".note-path")).to_have_text(["Kitchen/Quotes.md", "Kitchen/Log.md"])
+    await expect(hits.locator(".note-path")).to_have_text(["Kitchen/Quotes.md", "Kitchen/Log.md", "Kitchen/Plan.md"])
     await expect(summary).to_contain_text("in Kitchen")
     await page.reload()
-    await expect(hits.locator(".note-path")).to_have_text(["Kitchen/Quotes.md", "Kitchen/Log.md"])
+    await expect(hits.locator(".note-path")).to_have_text(["Kitchen/Quotes.md", "Kitchen/Log.md", "Kitchen/Plan.md"])
     await expect(page.get_by_label("Dated from")).to_have_value("2026-01-01")
     # Back: the list before the folder.
     await page.go_back()
-    await expect(hits).to_have_count(4)
+    await expect(hits).to_have_count(5)
     await page.go_forward()
-    await expect(hits).to_have_count(2)
+    await expect(hits).to_have_count(3)
 
     # A tag alone (the days and the folder removed): its notes, newest first.
     await page.get_by_role("button", name="Remove the folder filter Kitchen").click()
@@ -94,7 +101,7 @@ async def test_a_date_range_alone_lists_its_notes_newest_first_and_clearing_it_c
     await expect(summary).to_have_count(0)
     # So does a search of nothing.
     await january(page)
-    await expect(hits).to_have_count(4)
+    await expect(hits).to_have_count(5)
     await page.get_by_label("Dated from").fill("")
     await page.get_by_label("Dated to").fill("")
     await page.get_by_role("button", name="Search").click()
@@ -114,7 +121,14 @@ async def test_a_hits_heading_is_from_the_days_asked(gateway: Gateway, page: Pag
     # Asked of January, it is the January entry: its heading, its words, never April's.
     await expect(log.locator(".heading-path")).to_have_text("2026-01-21")
     await expect(log.locator(".snippet")).to_have_text("The worktop template is booked.")
-    await expect(hits.locator(".note-path")).to_have_text(["Journal/2026-01-20.md", "Kitchen/Log.md"], timeout=10_000)
+    await expect(hits.locator(".note-path")).to_have_text(
+        ["Journal/2026-01-20.md", "Kitchen/Log.md", "Kitchen/Plan.md"], timeout=10_000
+    )
+    # The plan, dated 1 March by its front matter, is found for its January entry: its heading says the day, and no
+    # chip says March.
+    plan = hits.filter(has_text="Kitchen/Plan.md")
+    await expect(plan.locator(".heading-path")).to_have_text("19 January 2026")
+    await expect(plan.locator(".date-chip")).to_have_count(0)
     # The link opens the note at that entry.
     await expect(log.get_by_role("link", name="Kitchen log")).to_have_attribute("href", re.compile("2026-01-21"))
     await expect(page.get_by_label("Search", exact=True)).to_have_value("worktop")
@@ -132,13 +146,13 @@ async def test_a_slower_answer_to_an_earlier_search_is_dropped(gateway: Gateway,
         await expect(page.get_by_role("status")).to_have_text("Searching…")
         await page.get_by_label("Search", exact=True).fill("")
         await january(page)
-        await expect(hits).to_have_count(4)
+        await expect(hits).to_have_count(5)
     response = await slow.value
     await response.finished()
     # The search's answer has reached the page (two frames for React to have drawn whatever it would draw).
     await page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
-    await expect(hits).to_have_count(4)
-    await expect(page.get_by_test_id("summary")).to_contain_text("4 notes are dated")
+    await expect(hits).to_have_count(5)
+    await expect(page.get_by_test_id("summary")).to_contain_text("5 notes are dated")
     assert "contain" not in await page.get_by_test_id("summary").inner_text()
 
 
@@ -152,12 +166,12 @@ async def test_the_list_of_a_range_at_desktop_and_phone_widths(browser: Browser,
         page = await context.new_page()
         await page.goto(f"{gateway.envoy_url}/?from=2026-01-01&to=2026-01-31")
         hits = page.get_by_test_id("hit")
-        await expect(hits).to_have_count(4)
+        await expect(hits).to_have_count(5)
         await settle(page)
         await assert_accessible(page, f"search, a range alone ({scheme})")
         await page.screenshot(path=SCREENSHOTS / f"search-range-list-{scheme}.png")
         await page.set_viewport_size({"width": 390, "height": 844})
-        await expect(hits).to_have_count(4)
+        await expect(hits).to_have_count(5)
         assert await page.evaluate("document.documentElement.scrollWidth") <= 390
         # The filters are folded, saying how many there are; open, the days are in view.
         await expect(page.get_by_role("button", name="Filters (2)")).to_have_attribute("aria-expanded", "true")

@@ -84,7 +84,7 @@ def _in_range(p: Params, filters: Filters) -> str:
     one)."""
     if not (filters.date_from or filters.date_to):
         return "true"
-    return p.filters(Filters(date_from=filters.date_from, date_to=filters.date_to), "f", "c")
+    return p.filters(Filters(date_from=filters.date_from, date_to=filters.date_to, undated=filters.undated), "f", "c")
 
 
 def _lexical_ctes(p: Params, text: str, filters: Filters, depth: int) -> str:
@@ -210,30 +210,52 @@ def _snippet_columns(p: Params, lexical_matched: str, vector_heading: str) -> st
            CASE WHEN {lexical_matched} THEN coalesce(matched.text, left(f.body, {SOURCE_CHARS})) END AS source"""
 
 
+def _with_section_dates(p: Params, filters: Filters, hits: str) -> str:
+    """The rows of the statement `hits` (with the note's id as `file_id`), each with the days its section is from
+    (`section_start`, `section_end`, `section_source`): those of the note's first chunk under the hit's heading path
+    that the date range lets through, so a January search's hit is dated in January even when the note is not."""
+    return f"""
+    SELECT hits.*, section.date_start AS section_start, section.date_end AS section_end,
+           section.date_source AS section_source
+    FROM ({hits}) hits
+    LEFT JOIN LATERAL (
+        SELECT c.date_start, c.date_end, c.date_source
+        FROM vault_chunks c
+        WHERE c.file_id = hits.file_id AND c.heading_path = hits.heading_path AND {_in_range(p, filters)}
+        ORDER BY c.chunk_index
+        LIMIT 1
+    ) section ON true
+    ORDER BY hits.position"""
+
+
 def lexical_notes_statement(text: str, filters: Filters, limit: int) -> Statement:
     """The lexical search statement."""
     p = Params()
     ctes = _lexical_ctes(p, text, filters, limit)
     snippets = _snippet_columns(p, "true", "'{}'::text[]")
-    return p.statement(f"""
-    WITH {ctes}
-    SELECT f.path, f.title, f.tags, f.date_start, f.date_end, f.date_source,
+    hits = f"""
+    SELECT f.id AS file_id, l.rank AS position, f.path, f.title, f.tags, f.date_start, f.date_end, f.date_source,
            l.score::float8 AS score, NULL::text AS chunk, true AS contains, {snippets}
     FROM lexical_ranked l JOIN vault_files f ON f.id = l.id CROSS JOIN query q {_matched_chunk(_in_range(p, filters))}
-    ORDER BY l.rank""")
+    """
+    return p.statement(f"""
+    WITH {ctes}
+    {_with_section_dates(p, filters, hits)}""")
 
 
 def vector_notes_statement(vector: np.ndarray, filters: Filters, limit: int) -> Statement:
     """The vector search statement; run it with `vector_scan` (the HNSW settings)."""
     p = Params()
     ctes = _vector_ctes(p, vector, filters, limit)
-    return p.statement(f"""
-    WITH {ctes}
-    SELECT f.path, f.title, f.tags, f.date_start, f.date_end, f.date_source,
+    hits = """
+    SELECT f.id AS file_id, v.rank AS position, f.path, f.title, f.tags, f.date_start, f.date_end, f.date_source,
            (1 - v.distance)::float8 AS score, false AS contains,
            v.heading_path, v.content AS chunk, NULL::text AS headline, NULL::text AS source
     FROM vector_ranked v JOIN vault_files f ON f.id = v.id
-    ORDER BY v.rank""")
+    """
+    return p.statement(f"""
+    WITH {ctes}
+    {_with_section_dates(p, filters, hits)}""")
 
 
 def hybrid_notes_statement(text: str, vector: np.ndarray, filters: Filters, limit: int) -> Statement:
@@ -249,6 +271,13 @@ def hybrid_notes_statement(text: str, vector: np.ndarray, filters: Filters, limi
     limit_p = p.add(limit)
     floor_p = p.add(VECTOR_ONLY_FLOOR)
     snippets = _snippet_columns(p, "h.lexical_matched", "coalesce(h.heading_path, '{}')")
+    hits = f"""
+    SELECT f.id AS file_id, row_number() OVER (ORDER BY h.score DESC, f.path) AS position,
+           f.path, f.title, f.tags, f.date_start, f.date_end, f.date_source,
+           h.score::float8 AS score, h.content AS chunk, h.lexical_matched AS contains,
+           {snippets}
+    FROM top h JOIN vault_files f ON f.id = h.id CROSS JOIN query q {_matched_chunk(_in_range(p, filters))}
+    """
     return p.statement(f"""
     WITH {lexical},
     {vector_ctes},
@@ -266,11 +295,7 @@ def hybrid_notes_statement(text: str, vector: np.ndarray, filters: Filters, limi
         ORDER BY fused.score DESC, f.path
         LIMIT {limit_p}
     )
-    SELECT f.path, f.title, f.tags, f.date_start, f.date_end, f.date_source,
-           h.score::float8 AS score, h.content AS chunk, h.lexical_matched AS contains,
-           {snippets}
-    FROM top h JOIN vault_files f ON f.id = h.id CROSS JOIN query q {_matched_chunk(_in_range(p, filters))}
-    ORDER BY h.score DESC, f.path""")
+    {_with_section_dates(p, filters, hits)}""")
 
 
 async def fetch_notes(

@@ -308,6 +308,14 @@ export function SearchPage() {
   );
 }
 
+// A hit's day is its section's (within the range asked), not the note's: a note dated in March found for its
+// January entry is of January. A section dated by its heading needs no chip: the heading beside it says the day.
+function HitDate({ hit }: { hit: NoteHit }) {
+  const [date, source] = hit.sectionDate ? [hit.sectionDate, hit.sectionDateSource] : [hit.date, hit.dateSource];
+  if (source === "heading") return null;
+  return <DateChip date={date} source={source} shownIn={[hit.path, hit.title, ...hit.headingPath]} />;
+}
+
 function SearchHits({ found }: { found: Found }) {
   const { hits, searched, note } = found;
   const holding = hits.some((other) => other.containsQuery);
@@ -330,7 +338,7 @@ function SearchHits({ found }: { found: Found }) {
                   {hit.title}
                 </Link>{" "}
                 <span className="note-path">{hit.path}</span>
-                <DateChip date={hit.date} source={hit.dateSource} shownIn={[hit.path, hit.title, ...hit.headingPath]} />
+                <HitDate hit={hit} />
                 {holding && !hit.containsQuery ? (
                   <span className="related-chip" title="Listed for its meaning: it does not contain the words">
                     related
@@ -358,7 +366,15 @@ function SearchHits({ found }: { found: Found }) {
   );
 }
 
-// The notes filters alone select: each note's title (opening it), path, own date and tags.
+// Whether a note's days ("2026-01-20", "2026-01-19..2026-01-25") meet the range asked: a note dated 1 March is
+// listed under January for a January entry, and its chip would say a day the range did not ask for.
+function meets(date: string, asked: Asked): boolean {
+  const [start, end = start] = date.split("..");
+  return (!asked.since || end >= asked.since) && (!asked.until || start <= asked.until);
+}
+
+// The notes filters alone select: each note's title (opening it), path, own date (when it is of the range asked)
+// and tags.
 function NoteList({ listed }: { listed: Listed }) {
   return (
     <>
@@ -374,7 +390,9 @@ function NoteList({ listed }: { listed: Listed }) {
                   {note.title}
                 </Link>{" "}
                 <span className="note-path">{note.path}</span>
-                <DateChip date={note.date} source={note.dateSource} shownIn={[note.path, note.title]} />
+                {meets(note.date, listed.asked) ? (
+                  <DateChip date={note.date} source={note.dateSource} shownIn={[note.path, note.title]} />
+                ) : null}
               </div>
               {note.tags.length ? <div className="tags">{note.tags.map((t) => `#${t}`).join(" ")}</div> : null}
             </li>

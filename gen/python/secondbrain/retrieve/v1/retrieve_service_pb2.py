@@ -25,17 +25,17 @@ _sym_db = _symbol_database.Default()
 from secondbrain.v1 import retrieval_pb2 as secondbrain_dot_v1_dot_retrieval__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n.secondbrain/retrieve/v1/retrieve_service.proto\x12\x17secondbrain.retrieve.v1\x1a\x1esecondbrain/v1/retrieval.proto\"\xcc\x01\n\x0fRetrieveRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12/\n\x07history\x18\x02 \x03(\x0b\x32\x1e.secondbrain.v1.HistoryMessage\x12\x31\n\x07\x66ilters\x18\x03 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\x12\x39\n\x07options\x18\x04 \x01(\x0b\x32(.secondbrain.retrieve.v1.RetrieveOptions\x12\x0b\n\x03now\x18\x05 \x01(\t\"\xd1\x02\n\x0fRetrieveOptions\x12\x14\n\x0cmax_passages\x18\x01 \x01(\x05\x12+\n\x04mode\x18\x02 \x01(\x0e\x32\x1d.secondbrain.v1.RetrievalMode\x12\x17\n\nalternates\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x15\n\x08\x63ondense\x18\x04 \x01(\x08H\x01\x88\x01\x01\x12\x13\n\x06rerank\x18\x05 \x01(\x08H\x02\x88\x01\x01\x12\x14\n\x0crerank_model\x18\x06 \x01(\t\x12\x1e\n\x11\x65xpand_neighbours\x18\x07 \x01(\x08H\x03\x88\x01\x01\x12\x14\n\x0ctoken_budget\x18\x08 \x01(\x05\x12\x17\n\x0f\x61nswer_provider\x18\t \x01(\t\x12\x14\n\x0c\x61nswer_model\x18\n \x01(\tB\r\n\x0b_alternatesB\x0b\n\t_condenseB\t\n\x07_rerankB\x14\n\x12_expand_neighbours\"\xad\x01\n\x10RetrieveResponse\x12-\n\x04plan\x18\x01 \x01(\x0b\x32\x1d.secondbrain.v1.RetrievalPlanH\x00\x12*\n\x07passage\x18\x02 \x01(\x0b\x32\x17.secondbrain.v1.PassageH\x00\x12\x35\n\x04\x64one\x18\x03 \x01(\x0b\x32%.secondbrain.retrieve.v1.RetrieveDoneH\x00\x42\x07\n\x05\x65vent\"S\n\x0cRetrieveDone\x12,\n\x07timings\x18\x01 \x03(\x0b\x32\x1b.secondbrain.v1.StageTiming\x12\x15\n\rpassage_count\x18\x02 \x01(\x05\"\x93\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x31\n\x04mode\x18\x02 \x01(\x0e\x32#.secondbrain.retrieve.v1.SearchMode\x12\x31\n\x07\x66ilters\x18\x03 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\x12\r\n\x05limit\x18\x04 \x01(\x05\"\xa9\x01\n\x0eSearchResponse\x12.\n\x04hits\x18\x01 \x03(\x0b\x32 .secondbrain.retrieve.v1.NoteHit\x12\x16\n\x0evector_arm_ran\x18\x02 \x01(\x08\x12!\n\x19vector_arm_skipped_reason\x18\x03 \x01(\t\x12,\n\x07timings\x18\x04 \x03(\x0b\x32\x1b.secondbrain.v1.StageTiming\"\xdd\x01\n\x07NoteHit\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x0f\n\x07snippet\x18\x04 \x01(\t\x12\x0c\n\x04tags\x18\x05 \x03(\t\x12\x14\n\x0cheading_path\x18\x06 \x03(\t\x12\x16\n\x0e\x63ontains_query\x18\x07 \x01(\x08\x12\x36\n\nhighlights\x18\x08 \x03(\x0b\x32\".secondbrain.retrieve.v1.TextRange\x12\x0c\n\x04\x64\x61te\x18\t \x01(\t\x12\x13\n\x0b\x64\x61te_source\x18\n \x01(\t\"\'\n\tTextRange\x12\r\n\x05start\x18\x01 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x02 \x01(\x05\"D\n\x0eGetNoteRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x12\n\nstart_line\x18\x02 \x01(\x05\x12\x10\n\x08\x65nd_line\x18\x03 \x01(\x05\"\xe5\x01\n\x0fGetNoteResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x12\n\nstart_line\x18\x04 \x01(\x05\x12\x10\n\x08\x65nd_line\x18\x05 \x01(\x05\x12\x11\n\tlast_line\x18\x06 \x01(\x05\x12\x0c\n\x04tags\x18\x07 \x03(\t\x12\x0f\n\x07\x61liases\x18\x08 \x03(\t\x12\x13\n\x0blines_known\x18\t \x01(\x08\x12\x17\n\x0fproperties_json\x18\n \x01(\t\x12\x0c\n\x04\x64\x61te\x18\x0b \x01(\t\x12\x13\n\x0b\x64\x61te_source\x18\x0c \x01(\t\"\x87\x01\n\x10ListNotesRequest\x12\x31\n\x07\x66ilters\x18\x01 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\x31\n\x05order\x18\x03 \x01(\x0e\x32\".secondbrain.retrieve.v1.ListOrder\"W\n\x11ListNotesResponse\x12\x33\n\x05notes\x18\x01 \x03(\x0b\x32$.secondbrain.retrieve.v1.NoteSummary\x12\r\n\x05total\x18\x02 \x01(\x05\"n\n\x0bNoteSummary\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04tags\x18\x03 \x03(\t\x12\x11\n\tlast_line\x18\x04 \x01(\x05\x12\x0c\n\x04\x64\x61te\x18\x05 \x01(\t\x12\x13\n\x0b\x64\x61te_source\x18\x06 \x01(\t\"#\n\x13GetNoteLinksRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\x8f\x01\n\x14GetNoteLinksResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x33\n\x08outgoing\x18\x02 \x03(\x0b\x32!.secondbrain.retrieve.v1.NoteLink\x12\x34\n\tbacklinks\x18\x03 \x03(\x0b\x32!.secondbrain.retrieve.v1.NoteLink\"Y\n\x08NoteLink\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\x0f\n\x07heading\x18\x03 \x01(\t\x12\x0c\n\x04line\x18\x04 \x01(\x05\x12\x10\n\x08is_embed\x18\x05 \x01(\x08\"E\n\x10GetFacetsRequest\x12\x31\n\x07\x66ilters\x18\x01 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\"\xd5\x01\n\x11GetFacetsResponse\x12\x34\n\x07\x66olders\x18\x01 \x03(\x0b\x32#.secondbrain.retrieve.v1.FacetCount\x12\x31\n\x04tags\x18\x02 \x03(\x0b\x32#.secondbrain.retrieve.v1.FacetCount\x12\x31\n\x04\x64\x61ys\x18\x03 \x03(\x0b\x32#.secondbrain.retrieve.v1.FacetCount\x12\r\n\x05notes\x18\x04 \x01(\x05\x12\x15\n\rundated_notes\x18\x05 \x01(\x05\"*\n\nFacetCount\x12\r\n\x05value\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\"5\n\x16GetRelatedNotesRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"|\n\x17GetRelatedNotesResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x33\n\x05notes\x18\x02 \x03(\x0b\x32$.secondbrain.retrieve.v1.RelatedNote\x12\x1e\n\x16meaning_skipped_reason\x18\x03 \x01(\t\"\xf5\x01\n\x0bRelatedNote\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x12\n\nsimilarity\x18\x04 \x01(\x01\x12\x14\n\x0cheading_path\x18\x05 \x03(\t\x12\x12\n\nstart_line\x18\x06 \x01(\x05\x12\x10\n\x08\x65nd_line\x18\x07 \x01(\x05\x12\x13\n\x0bshared_tags\x18\x08 \x03(\t\x12\x14\n\x0cshared_links\x18\t \x03(\t\x12\x18\n\x10linked_from_note\x18\n \x01(\x08\x12\x15\n\rlinks_to_note\x18\x0b \x01(\x08\x12\x0e\n\x06reason\x18\x0c \x01(\t\"(\n\x17SuggestQuestionsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"Y\n\x18SuggestQuestionsResponse\x12=\n\tquestions\x18\x01 \x03(\x0b\x32*.secondbrain.retrieve.v1.SuggestedQuestion\"4\n\x11SuggestedQuestion\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x11\n\tnote_path\x18\x02 \x01(\t*t\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x01\x12\x17\n\x13SEARCH_MODE_KEYWORD\x10\x02\x12\x18\n\x14SEARCH_MODE_SEMANTIC\x10\x03*l\n\tListOrder\x12\x1a\n\x16LIST_ORDER_UNSPECIFIED\x10\x00\x12\x13\n\x0fLIST_ORDER_PATH\x10\x01\x12\x15\n\x11LIST_ORDER_NEWEST\x10\x02\x12\x17\n\x13LIST_ORDER_OWN_DATE\x10\x03\x32\xd1\x06\n\x0fRetrieveService\x12\x61\n\x08Retrieve\x12(.secondbrain.retrieve.v1.RetrieveRequest\x1a).secondbrain.retrieve.v1.RetrieveResponse0\x01\x12Y\n\x06Search\x12&.secondbrain.retrieve.v1.SearchRequest\x1a\'.secondbrain.retrieve.v1.SearchResponse\x12\\\n\x07GetNote\x12\'.secondbrain.retrieve.v1.GetNoteRequest\x1a(.secondbrain.retrieve.v1.GetNoteResponse\x12\x62\n\tListNotes\x12).secondbrain.retrieve.v1.ListNotesRequest\x1a*.secondbrain.retrieve.v1.ListNotesResponse\x12k\n\x0cGetNoteLinks\x12,.secondbrain.retrieve.v1.GetNoteLinksRequest\x1a-.secondbrain.retrieve.v1.GetNoteLinksResponse\x12\x62\n\tGetFacets\x12).secondbrain.retrieve.v1.GetFacetsRequest\x1a*.secondbrain.retrieve.v1.GetFacetsResponse\x12t\n\x0fGetRelatedNotes\x12/.secondbrain.retrieve.v1.GetRelatedNotesRequest\x1a\x30.secondbrain.retrieve.v1.GetRelatedNotesResponse\x12w\n\x10SuggestQuestions\x12\x30.secondbrain.retrieve.v1.SuggestQuestionsRequest\x1a\x31.secondbrain.retrieve.v1.SuggestQuestionsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n.secondbrain/retrieve/v1/retrieve_service.proto\x12\x17secondbrain.retrieve.v1\x1a\x1esecondbrain/v1/retrieval.proto\"\xcc\x01\n\x0fRetrieveRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12/\n\x07history\x18\x02 \x03(\x0b\x32\x1e.secondbrain.v1.HistoryMessage\x12\x31\n\x07\x66ilters\x18\x03 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\x12\x39\n\x07options\x18\x04 \x01(\x0b\x32(.secondbrain.retrieve.v1.RetrieveOptions\x12\x0b\n\x03now\x18\x05 \x01(\t\"\xd1\x02\n\x0fRetrieveOptions\x12\x14\n\x0cmax_passages\x18\x01 \x01(\x05\x12+\n\x04mode\x18\x02 \x01(\x0e\x32\x1d.secondbrain.v1.RetrievalMode\x12\x17\n\nalternates\x18\x03 \x01(\x08H\x00\x88\x01\x01\x12\x15\n\x08\x63ondense\x18\x04 \x01(\x08H\x01\x88\x01\x01\x12\x13\n\x06rerank\x18\x05 \x01(\x08H\x02\x88\x01\x01\x12\x14\n\x0crerank_model\x18\x06 \x01(\t\x12\x1e\n\x11\x65xpand_neighbours\x18\x07 \x01(\x08H\x03\x88\x01\x01\x12\x14\n\x0ctoken_budget\x18\x08 \x01(\x05\x12\x17\n\x0f\x61nswer_provider\x18\t \x01(\t\x12\x14\n\x0c\x61nswer_model\x18\n \x01(\tB\r\n\x0b_alternatesB\x0b\n\t_condenseB\t\n\x07_rerankB\x14\n\x12_expand_neighbours\"\xad\x01\n\x10RetrieveResponse\x12-\n\x04plan\x18\x01 \x01(\x0b\x32\x1d.secondbrain.v1.RetrievalPlanH\x00\x12*\n\x07passage\x18\x02 \x01(\x0b\x32\x17.secondbrain.v1.PassageH\x00\x12\x35\n\x04\x64one\x18\x03 \x01(\x0b\x32%.secondbrain.retrieve.v1.RetrieveDoneH\x00\x42\x07\n\x05\x65vent\"S\n\x0cRetrieveDone\x12,\n\x07timings\x18\x01 \x03(\x0b\x32\x1b.secondbrain.v1.StageTiming\x12\x15\n\rpassage_count\x18\x02 \x01(\x05\"\x93\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x31\n\x04mode\x18\x02 \x01(\x0e\x32#.secondbrain.retrieve.v1.SearchMode\x12\x31\n\x07\x66ilters\x18\x03 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\x12\r\n\x05limit\x18\x04 \x01(\x05\"\xa9\x01\n\x0eSearchResponse\x12.\n\x04hits\x18\x01 \x03(\x0b\x32 .secondbrain.retrieve.v1.NoteHit\x12\x16\n\x0evector_arm_ran\x18\x02 \x01(\x08\x12!\n\x19vector_arm_skipped_reason\x18\x03 \x01(\t\x12,\n\x07timings\x18\x04 \x03(\x0b\x32\x1b.secondbrain.v1.StageTiming\"\x90\x02\n\x07NoteHit\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x0f\n\x07snippet\x18\x04 \x01(\t\x12\x0c\n\x04tags\x18\x05 \x03(\t\x12\x14\n\x0cheading_path\x18\x06 \x03(\t\x12\x16\n\x0e\x63ontains_query\x18\x07 \x01(\x08\x12\x36\n\nhighlights\x18\x08 \x03(\x0b\x32\".secondbrain.retrieve.v1.TextRange\x12\x0c\n\x04\x64\x61te\x18\t \x01(\t\x12\x13\n\x0b\x64\x61te_source\x18\n \x01(\t\x12\x14\n\x0csection_date\x18\x0b \x01(\t\x12\x1b\n\x13section_date_source\x18\x0c \x01(\t\"\'\n\tTextRange\x12\r\n\x05start\x18\x01 \x01(\x05\x12\x0b\n\x03\x65nd\x18\x02 \x01(\x05\"D\n\x0eGetNoteRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x12\n\nstart_line\x18\x02 \x01(\x05\x12\x10\n\x08\x65nd_line\x18\x03 \x01(\x05\"\xe5\x01\n\x0fGetNoteResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x12\n\nstart_line\x18\x04 \x01(\x05\x12\x10\n\x08\x65nd_line\x18\x05 \x01(\x05\x12\x11\n\tlast_line\x18\x06 \x01(\x05\x12\x0c\n\x04tags\x18\x07 \x03(\t\x12\x0f\n\x07\x61liases\x18\x08 \x03(\t\x12\x13\n\x0blines_known\x18\t \x01(\x08\x12\x17\n\x0fproperties_json\x18\n \x01(\t\x12\x0c\n\x04\x64\x61te\x18\x0b \x01(\t\x12\x13\n\x0b\x64\x61te_source\x18\x0c \x01(\t\"\x87\x01\n\x10ListNotesRequest\x12\x31\n\x07\x66ilters\x18\x01 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\x31\n\x05order\x18\x03 \x01(\x0e\x32\".secondbrain.retrieve.v1.ListOrder\"W\n\x11ListNotesResponse\x12\x33\n\x05notes\x18\x01 \x03(\x0b\x32$.secondbrain.retrieve.v1.NoteSummary\x12\r\n\x05total\x18\x02 \x01(\x05\"n\n\x0bNoteSummary\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04tags\x18\x03 \x03(\t\x12\x11\n\tlast_line\x18\x04 \x01(\x05\x12\x0c\n\x04\x64\x61te\x18\x05 \x01(\t\x12\x13\n\x0b\x64\x61te_source\x18\x06 \x01(\t\"#\n\x13GetNoteLinksRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\x8f\x01\n\x14GetNoteLinksResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x33\n\x08outgoing\x18\x02 \x03(\x0b\x32!.secondbrain.retrieve.v1.NoteLink\x12\x34\n\tbacklinks\x18\x03 \x03(\x0b\x32!.secondbrain.retrieve.v1.NoteLink\"Y\n\x08NoteLink\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12\x0f\n\x07heading\x18\x03 \x01(\t\x12\x0c\n\x04line\x18\x04 \x01(\x05\x12\x10\n\x08is_embed\x18\x05 \x01(\x08\"E\n\x10GetFacetsRequest\x12\x31\n\x07\x66ilters\x18\x01 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\"\xd5\x01\n\x11GetFacetsResponse\x12\x34\n\x07\x66olders\x18\x01 \x03(\x0b\x32#.secondbrain.retrieve.v1.FacetCount\x12\x31\n\x04tags\x18\x02 \x03(\x0b\x32#.secondbrain.retrieve.v1.FacetCount\x12\x31\n\x04\x64\x61ys\x18\x03 \x03(\x0b\x32#.secondbrain.retrieve.v1.FacetCount\x12\r\n\x05notes\x18\x04 \x01(\x05\x12\x15\n\rundated_notes\x18\x05 \x01(\x05\"*\n\nFacetCount\x12\r\n\x05value\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\"5\n\x16GetRelatedNotesRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"|\n\x17GetRelatedNotesResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x33\n\x05notes\x18\x02 \x03(\x0b\x32$.secondbrain.retrieve.v1.RelatedNote\x12\x1e\n\x16meaning_skipped_reason\x18\x03 \x01(\t\"\xf5\x01\n\x0bRelatedNote\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x12\n\nsimilarity\x18\x04 \x01(\x01\x12\x14\n\x0cheading_path\x18\x05 \x03(\t\x12\x12\n\nstart_line\x18\x06 \x01(\x05\x12\x10\n\x08\x65nd_line\x18\x07 \x01(\x05\x12\x13\n\x0bshared_tags\x18\x08 \x03(\t\x12\x14\n\x0cshared_links\x18\t \x03(\t\x12\x18\n\x10linked_from_note\x18\n \x01(\x08\x12\x15\n\rlinks_to_note\x18\x0b \x01(\x08\x12\x0e\n\x06reason\x18\x0c \x01(\t\"(\n\x17SuggestQuestionsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"Y\n\x18SuggestQuestionsResponse\x12=\n\tquestions\x18\x01 \x03(\x0b\x32*.secondbrain.retrieve.v1.SuggestedQuestion\"4\n\x11SuggestedQuestion\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x11\n\tnote_path\x18\x02 \x01(\t*t\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x01\x12\x17\n\x13SEARCH_MODE_KEYWORD\x10\x02\x12\x18\n\x14SEARCH_MODE_SEMANTIC\x10\x03*l\n\tListOrder\x12\x1a\n\x16LIST_ORDER_UNSPECIFIED\x10\x00\x12\x13\n\x0fLIST_ORDER_PATH\x10\x01\x12\x15\n\x11LIST_ORDER_NEWEST\x10\x02\x12\x17\n\x13LIST_ORDER_OWN_DATE\x10\x03\x32\xd1\x06\n\x0fRetrieveService\x12\x61\n\x08Retrieve\x12(.secondbrain.retrieve.v1.RetrieveRequest\x1a).secondbrain.retrieve.v1.RetrieveResponse0\x01\x12Y\n\x06Search\x12&.secondbrain.retrieve.v1.SearchRequest\x1a\'.secondbrain.retrieve.v1.SearchResponse\x12\\\n\x07GetNote\x12\'.secondbrain.retrieve.v1.GetNoteRequest\x1a(.secondbrain.retrieve.v1.GetNoteResponse\x12\x62\n\tListNotes\x12).secondbrain.retrieve.v1.ListNotesRequest\x1a*.secondbrain.retrieve.v1.ListNotesResponse\x12k\n\x0cGetNoteLinks\x12,.secondbrain.retrieve.v1.GetNoteLinksRequest\x1a-.secondbrain.retrieve.v1.GetNoteLinksResponse\x12\x62\n\tGetFacets\x12).secondbrain.retrieve.v1.GetFacetsRequest\x1a*.secondbrain.retrieve.v1.GetFacetsResponse\x12t\n\x0fGetRelatedNotes\x12/.secondbrain.retrieve.v1.GetRelatedNotesRequest\x1a\x30.secondbrain.retrieve.v1.GetRelatedNotesResponse\x12w\n\x10SuggestQuestions\x12\x30.secondbrain.retrieve.v1.SuggestQuestionsRequest\x1a\x31.secondbrain.retrieve.v1.SuggestQuestionsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'secondbrain.retrieve.v1.retrieve_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SEARCHMODE']._serialized_start=3364
-  _globals['_SEARCHMODE']._serialized_end=3480
-  _globals['_LISTORDER']._serialized_start=3482
-  _globals['_LISTORDER']._serialized_end=3590
+  _globals['_SEARCHMODE']._serialized_start=3415
+  _globals['_SEARCHMODE']._serialized_end=3531
+  _globals['_LISTORDER']._serialized_start=3533
+  _globals['_LISTORDER']._serialized_end=3641
   _globals['_RETRIEVEREQUEST']._serialized_start=108
   _globals['_RETRIEVEREQUEST']._serialized_end=312
   _globals['_RETRIEVEOPTIONS']._serialized_start=315
@@ -49,43 +49,43 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SEARCHRESPONSE']._serialized_start=1066
   _globals['_SEARCHRESPONSE']._serialized_end=1235
   _globals['_NOTEHIT']._serialized_start=1238
-  _globals['_NOTEHIT']._serialized_end=1459
-  _globals['_TEXTRANGE']._serialized_start=1461
-  _globals['_TEXTRANGE']._serialized_end=1500
-  _globals['_GETNOTEREQUEST']._serialized_start=1502
-  _globals['_GETNOTEREQUEST']._serialized_end=1570
-  _globals['_GETNOTERESPONSE']._serialized_start=1573
-  _globals['_GETNOTERESPONSE']._serialized_end=1802
-  _globals['_LISTNOTESREQUEST']._serialized_start=1805
-  _globals['_LISTNOTESREQUEST']._serialized_end=1940
-  _globals['_LISTNOTESRESPONSE']._serialized_start=1942
-  _globals['_LISTNOTESRESPONSE']._serialized_end=2029
-  _globals['_NOTESUMMARY']._serialized_start=2031
-  _globals['_NOTESUMMARY']._serialized_end=2141
-  _globals['_GETNOTELINKSREQUEST']._serialized_start=2143
-  _globals['_GETNOTELINKSREQUEST']._serialized_end=2178
-  _globals['_GETNOTELINKSRESPONSE']._serialized_start=2181
-  _globals['_GETNOTELINKSRESPONSE']._serialized_end=2324
-  _globals['_NOTELINK']._serialized_start=2326
-  _globals['_NOTELINK']._serialized_end=2415
-  _globals['_GETFACETSREQUEST']._serialized_start=2417
-  _globals['_GETFACETSREQUEST']._serialized_end=2486
-  _globals['_GETFACETSRESPONSE']._serialized_start=2489
-  _globals['_GETFACETSRESPONSE']._serialized_end=2702
-  _globals['_FACETCOUNT']._serialized_start=2704
-  _globals['_FACETCOUNT']._serialized_end=2746
-  _globals['_GETRELATEDNOTESREQUEST']._serialized_start=2748
-  _globals['_GETRELATEDNOTESREQUEST']._serialized_end=2801
-  _globals['_GETRELATEDNOTESRESPONSE']._serialized_start=2803
-  _globals['_GETRELATEDNOTESRESPONSE']._serialized_end=2927
-  _globals['_RELATEDNOTE']._serialized_start=2930
-  _globals['_RELATEDNOTE']._serialized_end=3175
-  _globals['_SUGGESTQUESTIONSREQUEST']._serialized_start=3177
-  _globals['_SUGGESTQUESTIONSREQUEST']._serialized_end=3217
-  _globals['_SUGGESTQUESTIONSRESPONSE']._serialized_start=3219
-  _globals['_SUGGESTQUESTIONSRESPONSE']._serialized_end=3308
-  _globals['_SUGGESTEDQUESTION']._serialized_start=3310
-  _globals['_SUGGESTEDQUESTION']._serialized_end=3362
-  _globals['_RETRIEVESERVICE']._serialized_start=3593
-  _globals['_RETRIEVESERVICE']._serialized_end=4442
+  _globals['_NOTEHIT']._serialized_end=1510
+  _globals['_TEXTRANGE']._serialized_start=1512
+  _globals['_TEXTRANGE']._serialized_end=1551
+  _globals['_GETNOTEREQUEST']._serialized_start=1553
+  _globals['_GETNOTEREQUEST']._serialized_end=1621
+  _globals['_GETNOTERESPONSE']._serialized_start=1624
+  _globals['_GETNOTERESPONSE']._serialized_end=1853
+  _globals['_LISTNOTESREQUEST']._serialized_start=1856
+  _globals['_LISTNOTESREQUEST']._serialized_end=1991
+  _globals['_LISTNOTESRESPONSE']._serialized_start=1993
+  _globals['_LISTNOTESRESPONSE']._serialized_end=2080
+  _globals['_NOTESUMMARY']._serialized_start=2082
+  _globals['_NOTESUMMARY']._serialized_end=2192
+  _globals['_GETNOTELINKSREQUEST']._serialized_start=2194
+  _globals['_GETNOTELINKSREQUEST']._serialized_end=2229
+  _globals['_GETNOTELINKSRESPONSE']._serialized_start=2232
+  _globals['_GETNOTELINKSRESPONSE']._serialized_end=2375
+  _globals['_NOTELINK']._serialized_start=2377
+  _globals['_NOTELINK']._serialized_end=2466
+  _globals['_GETFACETSREQUEST']._serialized_start=2468
+  _globals['_GETFACETSREQUEST']._serialized_end=2537
+  _globals['_GETFACETSRESPONSE']._serialized_start=2540
+  _globals['_GETFACETSRESPONSE']._serialized_end=2753
+  _globals['_FACETCOUNT']._serialized_start=2755
+  _globals['_FACETCOUNT']._serialized_end=2797
+  _globals['_GETRELATEDNOTESREQUEST']._serialized_start=2799
+  _globals['_GETRELATEDNOTESREQUEST']._serialized_end=2852
+  _globals['_GETRELATEDNOTESRESPONSE']._serialized_start=2854
+  _globals['_GETRELATEDNOTESRESPONSE']._serialized_end=2978
+  _globals['_RELATEDNOTE']._serialized_start=2981
+  _globals['_RELATEDNOTE']._serialized_end=3226
+  _globals['_SUGGESTQUESTIONSREQUEST']._serialized_start=3228
+  _globals['_SUGGESTQUESTIONSREQUEST']._serialized_end=3268
+  _globals['_SUGGESTQUESTIONSRESPONSE']._serialized_start=3270
+  _globals['_SUGGESTQUESTIONSRESPONSE']._serialized_end=3359
+  _globals['_SUGGESTEDQUESTION']._serialized_start=3361
+  _globals['_SUGGESTEDQUESTION']._serialized_end=3413
+  _globals['_RETRIEVESERVICE']._serialized_start=3644
+  _globals['_RETRIEVESERVICE']._serialized_end=4493
 # @@protoc_insertion_point(module_scope)

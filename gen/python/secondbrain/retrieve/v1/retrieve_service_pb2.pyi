@@ -369,6 +369,8 @@ class NoteHit(_message.Message):
     HIGHLIGHTS_FIELD_NUMBER: _builtins.int
     DATE_FIELD_NUMBER: _builtins.int
     DATE_SOURCE_FIELD_NUMBER: _builtins.int
+    SECTION_DATE_FIELD_NUMBER: _builtins.int
+    SECTION_DATE_SOURCE_FIELD_NUMBER: _builtins.int
     path: _builtins.str
     """The note's vault-relative path."""
     title: _builtins.str
@@ -391,6 +393,13 @@ class NoteHit(_message.Message):
     """Where its date was read ("file name", "front matter date", ...,
     "modification time").
     """
+    section_date: _builtins.str
+    """The days the hit's section (its heading and snippet) is from: its dated
+    heading's, else the note's; a day within the filters' date range when
+    they have one. Empty when not dated yet.
+    """
+    section_date_source: _builtins.str
+    """Where the section's date was read ("heading", "file name", ...)."""
     @_builtins.property
     def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The note's tags."""
@@ -418,10 +427,12 @@ class NoteHit(_message.Message):
         highlights: _abc.Iterable[Global___TextRange] | None = ...,
         date: _builtins.str = ...,
         date_source: _builtins.str = ...,
+        section_date: _builtins.str = ...,
+        section_date_source: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["contains_query", b"contains_query", "date", b"date", "date_source", b"date_source", "heading_path", b"heading_path", "highlights", b"highlights", "path", b"path", "score", b"score", "snippet", b"snippet", "tags", b"tags", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["contains_query", b"contains_query", "date", b"date", "date_source", b"date_source", "heading_path", b"heading_path", "highlights", b"highlights", "path", b"path", "score", b"score", "section_date", b"section_date", "section_date_source", b"section_date_source", "snippet", b"snippet", "tags", b"tags", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
