@@ -157,7 +157,10 @@ export function ChatPage({ onUnauthenticated }: { onUnauthenticated: () => void 
         if (shownError) setError(shownError);
       }
       void list.refresh();
-    } else if (shownError) setError(shownError);
+    } else if (shownError) {
+      setDraft((current) => current || question); // no conversation could be made: the question is still to ask
+      setError(shownError);
+    }
     turn.finish();
   }
 
