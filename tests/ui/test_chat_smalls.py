@@ -180,6 +180,13 @@ async def test_a_question_over_the_limit_keeps_its_text_and_makes_no_conversatio
     await expect(page.locator("nav.conversations li")).to_have_count(0)
     assert await conversations(gateway) == []
     assert gateway.chat.answer_requests() == []
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=SCREENSHOTS / "chat-question-too-long.png")
+    await page.set_viewport_size({"width": 390, "height": 844})
+    await expect(alert).to_be_in_viewport()
+    await settle(page)
+    await page.screenshot(path=SCREENSHOTS / "chat-question-too-long-390.png")
+    await page.set_viewport_size({"width": 1280, "height": 800})
     # Shortened, it is asked.
     gateway.chat.llm.script.push(Reply(deltas=["Every morning [1]."]))
     await box.fill("How often do I water the tomatoes?")
