@@ -253,10 +253,15 @@ class Ingestor:
             )
         if too_long := path_length_problem(path):
             raise InvalidInput(too_long)
-        size = len(markdown.encode("utf-8", errors="surrogatepass"))
-        if size > self.ingest.max_file_bytes:
+        # Each character is one to four bytes: a text of more characters than the limit is refused without being
+        # encoded (a copy of it) to measure its bytes.
+        limit = self.ingest.max_file_bytes
+        over = len(markdown) > limit
+        size = len(markdown) if over else len(markdown.encode("utf-8", errors="surrogatepass"))
+        if size > limit:
             raise ResourceExhausted(
-                f"the note is {size} bytes, over the {self.ingest.max_file_bytes}-byte limit (ingest.max_file_bytes)"
+                f"the note is {size:,} bytes{' or more' if over else ''}, over the {limit:,}-byte limit "
+                "(ingest.max_file_bytes)"
             )
         if "\x00" in markdown:
             raise InvalidInput("the note contains NUL characters: it looks like a binary file, not markdown")

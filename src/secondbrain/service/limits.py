@@ -33,10 +33,21 @@ REQUEST_BYTES: dict[str, int] = {
 # What the server sends back is ours, and can be large (a long conversation, many passages).
 MAX_RESPONSE_BYTES = 16 * MIB
 
+# Requests that may be megabytes (a method taking more than METERED_OVER) are read and handled within one budget per
+# process (`request_budget.py`): a call reserves its method's limit before its request is read, then keeps the
+# request's own size until it ends. Four notes of 16 MiB at once, or hundreds of ordinary ones.
+METERED_OVER = 2 * MIB
+REQUEST_BYTES_IN_FLIGHT = 64 * MIB
+
 
 def request_limit(method: str) -> int:
     """The largest request `method` ("/package.Service/Method") takes, in bytes."""
     return REQUEST_BYTES.get(method, DEFAULT_REQUEST_BYTES)
+
+
+def metered(method: str) -> bool:
+    """Whether `method`'s requests are read within the process's REQUEST_BYTES_IN_FLIGHT."""
+    return request_limit(method) > METERED_OVER
 
 
 def server_request_limit(services: Iterable[str]) -> int:

@@ -27,6 +27,7 @@ from secondbrain.service.limits import MAX_RESPONSE_BYTES, server_request_limit
 from secondbrain.service.listener_bounds import grpc_server_options
 from secondbrain.service.observe import ObserveInterceptor
 from secondbrain.service.reflection import enable_reflection
+from secondbrain.service.request_budget import RequestBudgetInterceptor
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +121,8 @@ async def build_server(
     if api_token:
         interceptors.append(TokenInterceptor(api_token, health_servicer, proxies=proxies, trusted_hops=trusted_hops))
     server = grpc.aio.server(
-        interceptors=[*interceptors, ErrorMappingInterceptor()],
+        # Then large requests are read a few at a time, within the process's budget (request_budget.py).
+        interceptors=[*interceptors, RequestBudgetInterceptor(), ErrorMappingInterceptor()],
         options=[
             # No method of these services takes more: anything bigger is refused before it is whole.
             ("grpc.max_receive_message_length", server_request_limit(binding.name for binding in bindings)),
