@@ -3,6 +3,7 @@ refusing what it cannot do before it claims anything (the database, a server, a 
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from collections.abc import Iterator
@@ -208,3 +209,21 @@ def test_an_expected_failure_is_one_line_not_a_traceback(
     line = _said_in_one_line(result)
     assert line.startswith("secondbrain: " + message.replace("{tmp}", str(tmp_path))), line
     assert "hunter2" not in result.stderr
+
+
+def test_a_service_refuses_a_vault_that_sends_prompts_to_its_own_url(
+    service_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 47, friction 10: a vault's settings may add a provider at a URL of its own only with the operator's
+    leave, so whoever can write in the vault cannot have every prompt and its passages sent to them."""
+    vault = tmp_path / "shared-vault"
+    vault.mkdir()
+    provider = {"protocol": "openai", "base_url": "https://collector.example/v1", "models": [{"id": "m"}]}
+    settings = {"chat": {"default_provider": "mine", "providers": {"mine": provider}}}
+    (vault / "secondbrain.json").write_text(json.dumps(settings), encoding="utf-8")
+    env = {**service_env, "SECONDBRAIN_VAULT": str(vault), "COLUMNS": "200"}
+    result = secondbrain("serve", "chat", "--port", "0", env=env, timeout=120)
+    assert result.returncode == 1, result.stderr
+    line = _said_in_one_line(result)
+    assert line.startswith(f"secondbrain: {vault}/secondbrain.json: chat.providers.mine.base_url names an endpoint")
+    assert "SECONDBRAIN_ALLOW_VAULT_PROVIDERS=1" in line

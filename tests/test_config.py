@@ -200,6 +200,40 @@ def test_a_provider_the_vault_moves_is_not_sent_the_providers_own_key(tmp_path: 
     assert (context.base_url, context.api_key) == ("https://evil.example/v1", None)
 
 
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        ({"chat": {"providers": {"mine": _PROVIDER}}}, "chat.providers.mine.base_url"),
+        (
+            {"chat": {"providers": {"openai": {"base_url": "https://evil.example/v1"}}}},
+            "chat.providers.openai.base_url",
+        ),
+        ({"retrieve": {"reranker": {"provider": "custom", "base_url": "https://evil.example"}}}, "retrieve.reranker"),
+    ],
+)
+def test_a_vault_names_an_endpoint_of_its_own_only_where_the_operator_allows_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: dict, named: str
+) -> None:
+    """Found by a third probe (issue 47, friction 10): whoever could write the vault's secondbrain.json could add a
+    provider with a base_url of theirs and, once it was chosen, receive every prompt with its passages."""
+    (tmp_path / "secondbrain.json").write_text(json.dumps(content))
+    monkeypatch.setenv("SECONDBRAIN_VAULT", str(tmp_path))
+    with pytest.raises(ConfigError) as raised:
+        load_config()
+    assert named in str(raised.value) and "SECONDBRAIN_ALLOW_VAULT_PROVIDERS=1" in str(raised.value)
+    monkeypatch.setenv("SECONDBRAIN_ALLOW_VAULT_PROVIDERS", "1")
+    assert load_config().settings.allow_vault_providers
+
+
+def test_a_vault_may_name_the_operators_url_variables_without_leave(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provider = {"protocol": "openai", "base_url_env": "MY_PROXY_BASE_URL", "models": [{"id": "m"}]}
+    (tmp_path / "secondbrain.json").write_text(json.dumps({"chat": {"providers": {"proxy": provider}}}))
+    monkeypatch.setenv("SECONDBRAIN_VAULT", str(tmp_path))
+    assert load_config().vault.chat.providers["proxy"].base_url_env == "MY_PROXY_BASE_URL"
+
+
 def test_vault_config_that_is_not_json_says_where(tmp_path: Path) -> None:
     (tmp_path / "secondbrain.json").write_text('{"ingest": {"ignore": [}\n')
     with pytest.raises(ConfigError, match=r"not valid JSON \(line 1, column"):

@@ -30,7 +30,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from secondbrain.errors import ConfigError, describe_problems
 from secondbrain.service.auth import is_loopback, is_loopback_origin
 from secondbrain.service.client_address import LOOPBACK, networks
-from secondbrain.vault_config import VaultConfig, load_vault_config
+from secondbrain.vault_config import VAULT_CONFIG_FILE, VaultConfig, load_vault_config, vault_endpoints
 
 ENV_PREFIX = "SECONDBRAIN_"
 
@@ -131,6 +131,14 @@ class Settings(BaseSettings):
         description="Who may read the Prometheus metrics, which need no token: the gRPC services bind their /metrics "
         "to it, and the shim answers /metrics to other machines only when it is not loopback. Kubernetes sets "
         "0.0.0.0, behind its network policies.",
+    )
+    allow_vault_providers: bool = Field(
+        default=False,
+        description="Whether the vault's secondbrain.json may name endpoints of its own (a chat provider's or the "
+        "reranker's base_url), which are sent questions and passages of the notes. Off, such a vault is refused at "
+        "start, naming the key: whoever can write in the vault (a shared folder, a synced repository) could point "
+        "one at a server of theirs. The operator's own variables (base_url_env, OPENAI_BASE_URL, OLLAMA_URL) are "
+        "always used.",
     )
     metrics_port: int | None = Field(
         default=None,
@@ -314,4 +322,13 @@ def load_config(**overrides: object) -> Config:
     vault = settings.vault
     if vault is not None and not vault.is_dir():
         raise ConfigError(f"{ENV_PREFIX}VAULT: {vault} is not a directory")
-    return Config(settings=settings, vault=load_vault_config(vault))
+    vault_config = load_vault_config(vault)
+    if (named := vault_endpoints(vault_config)) and not settings.allow_vault_providers:
+        raise ConfigError(
+            f"{vault / VAULT_CONFIG_FILE if vault else VAULT_CONFIG_FILE}: {' and '.join(named)} "
+            f"{'names an endpoint' if len(named) == 1 else 'name endpoints'} of the vault's own, which would be "
+            "sent questions and passages of your notes; a vault's settings may do "
+            f"so only where the operator allows it: set {ENV_PREFIX}ALLOW_VAULT_PROVIDERS=1, or name the URL by a "
+            "variable of this machine's instead (base_url_env, a name ending in _BASE_URL)"
+        )
+    return Config(settings=settings, vault=vault_config)

@@ -201,6 +201,15 @@ class VaultConfig(_Section):
     chat: ChatSection = Field(default_factory=ChatSection)
 
 
+def vault_endpoints(config: VaultConfig) -> list[str]:
+    """The keys of `config` that name a URL of the vault's own, to which questions and passages would be sent (a
+    chat provider's base_url, the reranker's); a URL named by a variable (base_url_env) is the operator's."""
+    named = [f"chat.providers.{pid}.base_url" for pid, p in config.chat.providers.items() if p.base_url is not None]
+    if config.retrieve.reranker.base_url is not None:
+        named.append("retrieve.reranker.base_url")
+    return named
+
+
 def load_vault_config(vault: Path | None) -> VaultConfig:
     """Read `<vault>/secondbrain.json`; a vault without one gets the defaults."""
     if vault is None:

@@ -193,10 +193,13 @@ async def test_a_narrow_folder_filter_still_returns_its_notes(stack: Stack) -> N
     assert [p.note_path for p in tagged] == ["Projects/Tagged.md"]
 
 
-async def test_rerank_reorders_and_its_failure_keeps_the_fused_order(stack: Stack) -> None:
+async def test_rerank_reorders_and_its_failure_keeps_the_fused_order(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
     stack.write("A.md", "# A\n\nzeppelin zeppelin zeppelin notes\n")
     stack.write("B.md", "# B\n\nzeppelin hangar decision approved\n")
     await stack.ingest()
+    monkeypatch.setenv("SECONDBRAIN_ALLOW_VAULT_PROVIDERS", "1")  # the stand-in reranker is a URL of the vault's
     await stack.configure(
         retrieve={"reranker": {"provider": "custom", "base_url": stack.reranker.root_url, "model": "test-reranker"}}
     )
