@@ -28,7 +28,7 @@ from secondbrain.ingest.note import ParsedNote, parse_note
 from secondbrain.ingest.note_dates import DateSpan, note_date, passage_date
 from secondbrain.ingest.vault_walk import VaultFile, read_note_text
 from secondbrain.vault_config import IngestSection
-from secondbrain.vault_files import OutsideVault
+from secondbrain.vault_files import HardLinked, OutsideVault
 
 log = logging.getLogger(__name__)
 
@@ -242,12 +242,13 @@ class NoteIndexer:
                 try:
                     text = await asyncio.to_thread(read_note_text, file)
                 except (InvalidInput, NotFound, FailedPrecondition, OSError) as error:
-                    # Unreadable, or gone since the walk (the next sync removes it); a link out of the vault now,
-                    # so what was stored under its path goes at once.
+                    # Unreadable, or gone since the walk (the next sync removes it); a link out of the vault now, or
+                    # a hard link (which may be a file from outside it), so what was stored under its path goes at
+                    # once.
                     reason = str(error)
                     mtime = store.to_datetime(file.mtime)
                     async with self.db.pool.acquire() as connection:
-                        if isinstance(error, OutsideVault):
+                        if isinstance(error, OutsideVault | HardLinked):
                             await store.forget_note(connection, file.path, reason, mtime)
                         else:
                             await store.mark_failed(connection, file.path, reason, file.size, mtime)

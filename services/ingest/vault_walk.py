@@ -90,13 +90,16 @@ def list_folder(root: Path, folder: str, size_limit: SizeLimit) -> tuple[list[Va
 def read_note_text(file: VaultFile) -> str:
     """The note's text: UTF-8 (a BOM is dropped) with '\\r\\n' and '\\r' turned into '\\n'.
 
-    Read by `read_inside`, so whatever the path has become since the walk, nothing outside the vault is read.
+    Read by `read_inside`, so whatever the path has become since the walk, nothing outside the vault is read. A
+    file with more than one hard link is not read (HardLinked), as the attachment door does not: a hard link is the
+    file itself, so nothing shows that its other name is outside the vault (one made to a file of the server's, or
+    of another user where `fs.protected_hardlinks` is off, was indexed and served; issue 47, friction 3).
     Raises InvalidInput for binary or non-UTF-8 content, naming the byte offset so the person can find it;
     NotFound when the file has gone since the walk; OutsideVault when it has become a link out of the vault;
-    FailedPrecondition when it cannot be read.
+    HardLinked when it has another name; FailedPrecondition when it cannot be read.
     """
     try:
-        data = read_inside(file.vault, file.on_disk, file.max_bytes)
+        data = read_inside(file.vault, file.on_disk, file.max_bytes, one_name=True)
     except OSError as error:
         raise FailedPrecondition(f"cannot read {file.path}: {error.strerror or error}") from None
     return _decode_note_bytes(file.path, data)

@@ -82,7 +82,7 @@ def read_inside(
         if one_name and info.st_nlink > 1:
             raise HardLinked(
                 f"{relative} is a hard link (the file has {info.st_nlink} names), which may name a file from outside "
-                "the vault; not read"
+                "the vault; not read (a file of its own is: a copy moved over it, say)"
             )
         if max_bytes is not None and info.st_size > max_bytes:
             raise TooLarge(f"{relative} is larger than {max_bytes} bytes ({info.st_size})", info.st_size, max_bytes)

@@ -288,3 +288,27 @@ async def test_the_front_matter_limit_is_the_vault_setting(ingest: Ingest) -> No
     assert not any("front matter" in w for w in files(await ingest.sync(force=True))["Small.md"].warnings)
     async with ingest.db.pool.acquire() as connection:
         assert await connection.fetchval("SELECT title FROM vault_files WHERE path = 'Small.md'") == "Planted title"
+
+
+async def test_a_note_that_is_a_hard_link_is_not_read_and_what_was_stored_goes(ingest: Ingest, tmp_path: Path) -> None:
+    """Issue 47, friction 3: a hard link from the vault to a file outside it was indexed and served (nothing shows
+    where a hard link's other name is, so every note with more than one is refused, as attachments are)."""
+    outside = tmp_path / "outside.md"
+    outside.write_text("# Private\n\nThe server's own secret text.\n", encoding="utf-8")
+    ingest.vault.write("Innocent.md", "# Innocent\n\nAn ordinary note.\n")
+    ingest.vault.write("Architecture.md", ARCHITECTURE)
+    await ingest.sync()
+    (ingest.vault.root / "Innocent.md").unlink()
+    os.link(outside, ingest.vault.root / "Innocent.md")
+    os.link(outside, ingest.vault.root / "Private.md")
+    events = await ingest.sync()
+    for path in ("Innocent.md", "Private.md"):
+        refused = files(events)[path]
+        assert refused.outcome == pb.FILE_OUTCOME_FAILED and "is a hard link" in refused.error, refused
+    assert files(events)["Architecture.md"].outcome == pb.FILE_OUTCOME_UNCHANGED
+    async with ingest.db.pool.acquire() as connection:
+        stored = await connection.fetchval("SELECT string_agg(content, ' ') FROM vault_chunks")
+        bodies = await connection.fetchval("SELECT string_agg(body, ' ') FROM vault_files")
+    assert "secret text" not in stored and "secret text" not in (bodies or "")
+    assert "ordinary note" not in stored, "the note the link replaced is gone from the index"
+    assert "hard link" in (await failed_reasons(ingest))["Private.md"]
