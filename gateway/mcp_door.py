@@ -6,6 +6,12 @@ Stateless: each POST is a session of its own, so any shim replica can answer any
 between requests. A POST's body is read here first, under the limits every door of the shim keeps (1 MiB, all of it
 within the body timeout, or 413 and 408), and then handed to the SDK: it would wait for a slow body as long as the
 client liked (found by a probe: 20 connections sending a byte a second were all still open after a minute).
+
+Being stateless, it has nothing a GET's event stream could carry (a message of the server's own belongs to a
+session), and a GET is answered 405, as the transport's specification allows a server without such a stream. The
+SDK's own stream never closed, its pings every 15 s keeping it under Envoy's idle timeout, so each GET held a
+connection and memory of the shim and of Envoy for ever (issue 47, friction 5: 300 of them, 25 MB of the shim and
+16 MB of Envoy). The SDK's client opens no GET without a session, so it never asks.
 """
 
 from __future__ import annotations
@@ -57,6 +63,11 @@ class McpDoor:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._app is None:
             response = error_response(grpc.StatusCode.UNAVAILABLE, "the MCP endpoint is starting or stopping")
+            await response(scope, receive, send)
+            return
+        if scope["method"] == "GET":
+            message = "this MCP endpoint is stateless and sends no message of its own: it has no event stream to open"
+            response = error_response(grpc.StatusCode.UNIMPLEMENTED, message, {"allow": "POST"}, 405)
             await response(scope, receive, send)
             return
         if scope["method"] != "POST":

@@ -3,6 +3,8 @@ same tools as `secondbrain mcp`, each called, and the API token asked for when o
 
 from __future__ import annotations
 
+import json
+
 import httpx2
 import pytest
 from mcp import ClientSession
@@ -60,3 +62,23 @@ async def test_mcp_without_the_token_is_refused(guarded: Gateway) -> None:  # no
             ClientSession(read, write) as session,
         ):
             await session.initialize()
+
+
+async def test_a_get_opens_no_event_stream_that_would_never_close(guarded: Gateway) -> None:  # noqa: F811
+    """Issue 47, friction 5: each `GET /mcp` was an event stream that never closed (pings every 15 s kept it under
+    Envoy's idle timeout); stateless, the endpoint has nothing to send on one, so it answers 405 at once."""
+    client = guarded.client(guarded.envoy_url, authorization=f"Bearer {TOKEN}")
+    for _ in range(3):
+        async with client.stream("GET", "/mcp", headers={"accept": "text/event-stream"}) as response:
+            # Judged from the head: a stream's body would never end.
+            assert response.status_code == 405 and response.headers["allow"] == "POST", response.headers
+            body = await response.aread()
+        assert "no event stream" in json.loads(body)["error"]["message"]
+    # The POSTs the SDK's client makes are answered as before.
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http,
+        streamable_http_client(f"{guarded.envoy_url}/mcp", http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        assert "search_notes" in {tool.name for tool in (await session.list_tools()).tools}
