@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -61,12 +61,15 @@ def errors_as_messages() -> Iterator[None]:
         raise typer.Exit(1) from None
 
 
-def run(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    """Run a command's coroutine: an error ends it with its message, Ctrl-C with status 130, neither with a
-    traceback."""
+def run(
+    coroutine: Coroutine[Any, Any, Any], loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None
+) -> Any:
+    """Run a command's coroutine (on a loop from `loop_factory`, else asyncio's own): an error ends it with its
+    message, Ctrl-C with status 130, neither with a traceback."""
     message = None
     try:
-        return asyncio.run(coroutine)
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            return runner.run(coroutine)
     except (SecondbrainError, grpc.aio.AioRpcError) as error:
         message = message_of(error)
     except KeyboardInterrupt:

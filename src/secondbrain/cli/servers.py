@@ -85,6 +85,11 @@ def serve(
 
         await SERVICES[service.value].server().main(config, port)
 
+    if service is Server.shim:
+        from secondbrain.gateway.server import shim_loop_factory
+
+        run(go(), shim_loop_factory())
+        return
     run(go())
 
 
