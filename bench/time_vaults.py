@@ -11,7 +11,7 @@ Each question is asked as of its own `now`, with retrieval reading its time and 
 (`retrieve.read_time: false`); hybrid arm, no language model. `--dev` runs the dev sets alone and lists what hybrid
 missed; without it, the test sets too, and the section in docs/benchmarks.md is written.
 
-    python -m bench.time_vaults [--dev]
+    python -m bench.time_vaults [--dev] [VAULT ...]   (default: both)
 """
 
 from __future__ import annotations
@@ -62,10 +62,11 @@ async def main() -> None:
     for variable in KEY_VARIABLES:  # as on a fresh install: no key, the quoting provider
         os.environ.pop(variable, None)
     dev_only = "--dev" in sys.argv
+    chosen = [name for name in sys.argv[1:] if not name.startswith("--")] or list(VAULTS)
     splits = ["dev"] if dev_only else ["dev", "test"]
     results, leads, answered = [], [], []
     with tempfile.TemporaryDirectory() as scratch:
-        for name, source in VAULTS.items():
+        for name, source in ((name, VAULTS[name]) for name in chosen):
             # A copy: the setting each run writes into secondbrain.json stays out of the repository.
             vault = Path(scratch) / name
             shutil.copytree(source, vault)
@@ -103,7 +104,7 @@ async def main() -> None:
     if TEST_RUNS:
         parts += ["", "The test sets' runs, in order:", "", table(["run", "figures", "variant"], TEST_RUNS)]
     body = "\n".join(parts)
-    if not dev_only:
+    if not dev_only and chosen == list(VAULTS):
         write_section("time-vaults", "Questions about time, on vaults written in other conventions", body)
     print(body)
 

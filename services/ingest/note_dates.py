@@ -7,7 +7,8 @@ People write dates their own way, so each place below reads a day in figures yea
 A note's date comes from the first of these that says one:
 1. its file name, as Obsidian's daily notes and the Periodic Notes plugin name them, in any of those figures: a day
    (`2026-01-20`, also with words after it, `2026-01-20 Standup` or `14-03-2026 Saturday`; or `20260120`), a week
-   (`2026-W04`), a month (`2026-01`, `2026-03 March review`), a quarter (`2026-Q1`): a span of days;
+   (`2026-W04`), a month (`2026-01`, `2026-03 March review`), a quarter (`2026-Q1`), or a year ending it
+   (`Runs 2025`, `Christmas 2025`, `Tax return 2024-25`): a span of days;
 2. its front matter: `date`, then `created`, then `updated` or `modified`, as Obsidian's properties and common
    templates write them (a YAML date, or text starting with a day: `2026-01-20T09:15`, `14.03.2026`, `10/02/2026`);
 3. its title or first line, when it starts with a day: a diary's "Thursday 16th April", a meeting's "10/02/2026";
@@ -56,6 +57,9 @@ _COMPACT_DAY_NAME = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
 _WEEK_NAME = re.compile(r"^(\d{4})-W(\d{1,2})$", re.IGNORECASE)
 _MONTH_NAME = re.compile(r"^(\d{4})[-.](\d{2})(?:$|\s+(?!\d))")
 _QUARTER_NAME = re.compile(r"^(\d{4})-Q([1-4])$", re.IGNORECASE)
+# A file name ending in a year, after words ("Runs 2025", "Christmas 2025", "Tax return 2024-25"): a note of that year
+# (or two). Not a name that is only a number ("1984") or starts with one ("2001 A Space Odyssey").
+_YEAR_ENDING_NAME = re.compile(r"^(?=.*[^\W\d_]).*?[\s_(]((?:19|20)\d{2})(?:[-\u2013]((?:19|20)?\d{2}))?\)?$")
 # A heading that is a month of a year: "March 2026", "2026-03".
 _MONTH_HEADING = re.compile(
     rf"^(?:(?P<name>{MONTH_NAMES})\.?\s+(?P<year>\d{{4}})|(?P<y>\d{{4}})-(?P<m>\d{{2}}))\s*$", re.IGNORECASE
@@ -144,6 +148,11 @@ def file_name_date(path: str) -> DateSpan | None:
             first = date(year, 3 * quarter - 2, 1)
             last_month = 3 * quarter
             return DateSpan(first, date(year, last_month, calendar.monthrange(year, last_month)[1]), FILE_NAME)
+        if match := _YEAR_ENDING_NAME.match(stem):
+            first_year, last = int(match[1]), match[2] or ""
+            last_year = (first_year // 100 * 100 + int(last) if len(last) == 2 else int(last)) if last else first_year
+            if first_year <= last_year <= first_year + 1:
+                return DateSpan(date(first_year, 1, 1), date(last_year, 12, 31), FILE_NAME)
     except ValueError:  # 2026-13-45, week 60: digits in a name, not a date
         return None
     return None

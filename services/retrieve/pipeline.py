@@ -214,12 +214,13 @@ class Retriever:
         now = options.now or self._now()
         timed = None
         if self.settings.read_time:
+            earlier = [message.content for message in history]
             # A question's time takes well under a millisecond to read; a long question's up to a few tenths of a
             # second (question_time.EDGE_CHARS), so it is read off the event loop and other calls go on meanwhile.
             if len(text) <= EDGE_CHARS:
-                timed = time_scope.scope(text, now, filters)
+                timed = time_scope.scope(text, now, filters, earlier)
             else:
-                timed = await asyncio.to_thread(time_scope.scope, text, now, filters)
+                timed = await asyncio.to_thread(time_scope.scope, text, now, filters, earlier)
         if timed is not None and timed.intent.event is not None:
             event = timed.intent.event
             event_days = await asyncio.gather(
@@ -271,21 +272,24 @@ class Retriever:
         since = clock.lap("search", since)
         said_time = ""
         if timed is not None:
-            if not fused:
-                # Nothing dated in or near the range holds the words: every note is searched, and the plan says so.
-                # A range the notes' events made is searched as asked, the events' words included ("the day after
-                # Sintra": the Sintra day's note tells of it too); a range of words ("last week") leaves them out.
+            days: dict[int, tuple[date, date, bool]] = {}
+            if fused:
+                async with self.db.pool.acquire() as connection:
+                    days = await store.chunk_dates(
+                        connection, [item.candidate.chunk_id for item in fused], STATEMENT_TIMEOUT_SECONDS
+                    )
+            content_dated = frozenset(chunk for chunk, (_, _, own) in days.items() if own)
+            if not content_dated:
+                # Nothing dated in or near the range holds the words (the passages no note dates, which the search
+                # also reaches, do not count): every note is searched, and the plan says so. A range the notes'
+                # events made is searched as asked, the events' words included ("the day after Sintra": the Sintra
+                # day's note tells of it too); a range of words ("last week") leaves them out.
                 if timed.found_events and asked != text:
                     condensed, queries, vectors, skipped, model = await plan(asked, again=" (as asked)")
                 fused, searched = await search(filters), filters
                 said_time = f"{timed.describe()}: no note dated then matches, so every note was searched"
             else:
-                async with self.db.pool.acquire() as connection:
-                    days = await store.chunk_dates(
-                        connection, [item.candidate.chunk_id for item in fused], STATEMENT_TIMEOUT_SECONDS
-                    )
                 dates = {chunk: (first, last) for chunk, (first, last, _) in days.items()}
-                content_dated = frozenset(chunk for chunk, (_, _, own) in days.items() if own)
                 fused = time_scope.reorder(fused, dates, timed, content_dated)
                 said_time = timed.describe()
         ranked = [RankedChunk(item) for item in fused]

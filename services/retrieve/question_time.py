@@ -9,7 +9,8 @@ a granularity into a span of days, ranges ("between ... and ...", "from ... to .
 "after", "until"), seasons, "the week before last", "latest", and refusing what only looks like a date ("a second",
 "a 2nd monitor", "May" as a name, "What do I sow in April?" asking about every April). Phrases dateparser does not
 read (holidays, "mid-March", "a couple of weeks back") are `time_phrases`'; a time named by events ("after the
-roofer's inspection") is `time_events`', found in the notes by retrieval.
+roofer's inspection") is `time_events`', found in the notes by retrieval; an offset from a day the conversation named
+("and the day after?") is `time_offsets`'.
 
 The words that only named the time are taken out of the text to search ("What did I decide about the garden last
 week?" is searched as "What did I decide about the garden?"), so "week" is not matched as content.
@@ -26,7 +27,7 @@ from dateparser.date import DateDataParser
 from dateparser.search import search_dates
 
 from secondbrain.date_sources import MONTH_NAMES
-from secondbrain.retrieve import time_phrases
+from secondbrain.retrieve import time_offsets, time_phrases
 from secondbrain.retrieve.time_events import TimeEvent, find_event
 from secondbrain.retrieve.time_range import TimeRange
 
@@ -145,10 +146,11 @@ EDGE_CHARS = 300
 _SENTENCE_END = re.compile(r"[.!?:;](?=\s)")
 
 
-def read_time(question: str, now: datetime) -> TimeIntent:
-    """The time `question` names, relative to `now` (aware; its own time zone decides what "today" is)."""
+def read_time(question: str, now: datetime, anchor: date | None = None) -> TimeIntent:
+    """The time `question` names, relative to `now` (aware; its own time zone decides what "today" is), or, for an
+    offset with nothing to be from ("and the day after?"), relative to `anchor`, a day the conversation named."""
     if len(question) <= 3 * EDGE_CHARS:
-        return _read_time(question, now)
+        return _read_time(question, now, anchor)
     opening = _SENTENCE_END.search(question, 0, EDGE_CHARS)
     head_end = opening.end() if opening is not None else EDGE_CHARS
     tail_start = len(question) - EDGE_CHARS
@@ -162,7 +164,7 @@ def read_time(question: str, now: datetime) -> TimeIntent:
     return TimeIntent(None, False, question)
 
 
-def _read_time(question: str, now: datetime) -> TimeIntent:
+def _read_time(question: str, now: datetime, anchor: date | None = None) -> TimeIntent:
     today = now.date()
     question = time_phrases.short_forms(question)
     last_thing = _last_thing(question)
@@ -181,8 +183,10 @@ def _read_time(question: str, now: datetime) -> TimeIntent:
         query = query[: last_thing.start("last")] + query[last_thing.end() :]
     query = _LAST_DID.sub(r"\1", _CURRENT.sub(" ", _LATEST.sub(" ", query))) if latest else query
     query = time_phrases.normalised(_POSSESSIVE.sub(r"\1", query))
+    offset = time_offsets.offset(query, anchor) if anchor is not None else None
     found = (
-        _between(query, now)
+        (TimeRange(*offset) if offset is not None else None)
+        or _between(query, now)
         or _open_ended(query, now)
         or _season(query, today)
         or _week_before_last(query, today)

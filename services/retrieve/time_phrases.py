@@ -1,5 +1,6 @@
 """Ways people name a time that dateparser does not read, found on the blind dev sets' questions ("over Easter",
-"right before Christmas", "mid-March", "the 14th", "the other day", "two Saturdays ago", "a couple of weeks back").
+"right before Christmas", "mid-March", "the 14th", "the other day", "two Saturdays ago", "a couple of weeks back",
+"the second Monday of March", "the last week of January").
 
 `normalised` rewrites a question's vague amounts into words dateparser reads ("a couple of weeks back" becomes "2
 weeks ago"); `phrase` reads the rest into a range of days (first day, last day, the words that named it), as of the
@@ -41,9 +42,15 @@ _UNIT_DAYS = {"day": 1, "week": 7, "month": 30}
 # The word before a holiday, and the space after it (a group of its own: a bare `\s*` would be tried at every space of
 # a long run, in quadratic time).
 _AROUND = r"(?:(?P<around>(?:right |just |the (?:days?|week) )?(?:before|after)|over|at|on|around)\s+)?"
+# A holiday's name before a noun names a thing of it, not its days: "the Christmas concert", "Easter eggs"; before a
+# word of time, a year, a word of the sentence's own or its end, it is the holiday.
+_HOLIDAY_THEN = (
+    r"(?=\s*(?:$|[^\w\s]|\d|(?:day|eve|week|weekend|break|holidays?|time|period|morning|evening|night|and|or|with|at|"
+    r"in|on|to|for|i|we|did|do|was|were|is|what|how|when|where|who|this|last|that|then|so|but)\b))"
+)
 _HOLIDAY = re.compile(
     _AROUND + r"\b(?P<holiday>christmas(?: day| eve)?|xmas|easter(?: weekend| sunday| monday)?|halloween|"
-    r"new year'?s?(?: day| eve)?|the new year)\b",
+    r"new year'?s?(?: day| eve)?|the new year)\b" + _HOLIDAY_THEN,
     re.IGNORECASE,
 )
 _PART_OF_MONTH = re.compile(rf"\b(?P<part>early|mid|late|the (?:start|beginning|middle|end) of)[\s-]+{_MONTH}\b",
@@ -57,6 +64,15 @@ _TODAY = re.compile(r"\b(?:this (?:morning|afternoon|evening)|earlier today)\b",
 _WEEKDAYS_AGO = re.compile(
     r"\b(?P<count>two|three|four|five|[2-5])\s+(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)s"
     r"\s+ago\b",
+    re.IGNORECASE,
+)
+# An ordinal day or week of a month: "the second Monday of March", "the last week of January 2026".
+_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "fifth": 5,
+             "5th": 5, "last": -1}  # fmt: skip
+_ORDINAL = r"(?P<ordinal>first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th)"
+_ORDINAL_OF_MONTH = re.compile(
+    rf"\b(?:the\s+)?{_ORDINAL}\s+(?:(?P<weekday>monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+    rf"(?P<week>week(?:end)?))\s+(?:of|in)\s+{_MONTH}(?:\s+(?P<year>\d{{4}}))?\b",
     re.IGNORECASE,
 )
 # The thirds of a month: early, mid, late.
@@ -88,6 +104,7 @@ def phrase(question: str, today: date) -> Days | None:
     """The range a phrase of `question` names that dateparser does not read, or None."""
     for read in (
         _holiday,
+        _ordinal_of_month,
         _part_of_month,
         _part_of_this_month,
         _weekdays_ago,
@@ -141,6 +158,32 @@ def _holiday(question: str, today: date) -> Days | None:
     elif "after" in around:
         start, end = end + timedelta(days=1), end + timedelta(days=7)
     return _past(start, end, match.group(0).strip(), today)
+
+
+def _ordinal_of_month(question: str, today: date) -> Days | None:
+    """ "the second Monday of March" (that day), "the first week of June" (its days 1-7; the last week, the last 7),
+    "the first weekend in May" (its first Saturday and Sunday): of the latest such month up to today, or the year
+    named."""
+    match = _ORDINAL_OF_MONTH.search(question)
+    if match is None:
+        return None
+    month = MONTHS[match["month"].lower()]
+    year = int(match["year"]) if match["year"] else _latest_year(month, 1, today)
+    if not 1 <= year <= 9999:
+        return None
+    ordinal, length = _ORDINALS[match["ordinal"].lower()], calendar.monthrange(year, month)[1]
+    if match["week"] and match["week"].lower() == "week":
+        first = 1 + 7 * (ordinal - 1) if ordinal > 0 else length - 6
+        if first > length:
+            return None
+        return (date(year, month, first), date(year, month, min(first + 6, length)), match.group(0))
+    weekday = _WEEKDAY_NUMBERS[match["weekday"].lower()] if match["weekday"] else 5  # a weekend starts on Saturday
+    days = [day for day in range(1, length + 1) if date(year, month, day).weekday() == weekday]
+    if ordinal > len(days):
+        return None
+    day = date(year, month, days[ordinal - 1 if ordinal > 0 else -1])
+    end = day + timedelta(days=1) if match["week"] else day
+    return (day, end, match.group(0))
 
 
 def _part_of_month(question: str, today: date) -> Days | None:

@@ -4,8 +4,12 @@
 A range becomes a date filter with a soft edge: the search also reaches a margin of days around the range (a diary
 written up the day after, a week that is "last week" to one person and the week before to another), and a passage
 dated in the margin ranks at SOFT_EDGE_SHARE of its score, behind one dated in the range. The words that only named
-the time are not searched as content. An explicit date filter (`filters.date_from` / `date_to`) wins over the words
-of the question. When nothing is dated in or near the range, the search runs over every note and the plan says so.
+the time are not searched as content. A passage no note dates (dated only by its file's modification time) is not
+outside the range, since it may be from then: it is searched too, and ranks after every passage dated in the range or
+its margin (an undated log or race report is found when nothing dated answers, and never displaces what is dated
+then). An explicit date filter (`filters.date_from` / `date_to`) wins over the words of the question, and keeps only
+what is dated. When nothing dated in or near the range matches (undated passages aside), the search runs over every
+note and the plan says so.
 
 A time named by events ("after the roofer's inspection") becomes a range once the pipeline has found each event's
 day in the notes (`at_events`); that range is the notes' own days, so it has no margin.
@@ -13,10 +17,12 @@ day in the notes (`at_events`); that range is the notes' own days, so it has no 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 
 from secondbrain.date_sources import day_words
+from secondbrain.retrieve import time_offsets
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.fusion import Fused
 from secondbrain.retrieve.question_time import TimeIntent, read_time
@@ -48,13 +54,15 @@ class TimeScope:
         return text[:1].upper() + text[1:]
 
 
-def scope(question: str, now: datetime, filters: Filters) -> TimeScope | None:
+def scope(question: str, now: datetime, filters: Filters, earlier: Sequence[str] = ()) -> TimeScope | None:
     """What `question` says of time, as retrieval applies it; None when it says nothing, or when the request's own
-    date filter already decides."""
+    date filter already decides. `earlier`: the conversation's messages before it, oldest first, whose latest named
+    day an offset ("and the day after?") is from."""
     if filters.date_from or filters.date_to:
         return None
     try:
-        intent = read_time(question, now)
+        anchor = time_offsets.anchor_day(earlier, now.date()) if time_offsets.names_offset(question) else None
+        intent = read_time(question, now, anchor)
         if intent.range is None and not intent.latest and intent.event is None:
             return None
         return _applied(intent, now, filters)
@@ -88,10 +96,10 @@ def _applied(intent: TimeIntent, now: datetime, filters: Filters, margin: bool =
     widened = filters
     if intent.range is not None:
         start, end = _widened(intent.range) if margin else (intent.range.start, intent.range.end)
-        widened = replace(filters, date_from=start, date_to=end)
+        widened = replace(filters, date_from=start, date_to=end, undated=True)
     elif intent.latest:
         # The newest as of the asker's now: a note dated later (a plan for next month) is not what they last wrote.
-        widened = replace(filters, date_to=now.date())
+        widened = replace(filters, date_to=now.date(), undated=True)
     return TimeScope(intent, widened)
 
 
@@ -110,19 +118,23 @@ def reorder(
     """`fused` (best first) with the soft edge applied and, for "latest", the relevant ordered newest first: those
     the notes themselves date (`content_dated`, chunk ids) by that date, then the rest in the search's order (a
     file's modification time says when it was last edited, not what is newest: a reference note fixed for a typo
-    yesterday is no news). `dates` are the chunks' (first day, last day) by chunk id; an undated chunk is taken as
-    outside the range."""
+    yesterday is no news). `dates` are the chunks' (first day, last day) by chunk id. A chunk no note dates (dated
+    only by its file's modification time) comes after every chunk dated in the range or its margin."""
     asked = time.intent.range
     if asked is not None:
         edged = [
             item
-            if _within(dates.get(item.candidate.chunk_id), asked)
+            if item.candidate.chunk_id in content_dated and _within(dates.get(item.candidate.chunk_id), asked)
             else Fused(item.candidate, item.score * SOFT_EDGE_SHARE)
             for item in fused
         ]
-        fused = sorted(edged, key=lambda item: -item.score)
+        # A passage no note dates comes after every passage dated then or near: it may be from then, or not.
+        fused = sorted(edged, key=lambda item: (item.candidate.chunk_id not in content_dated, -item.score))
     if time.intent.latest and fused:
-        floor = LATEST_SHARE * fused[0].score
+        # Relevant is measured against the best passage a note dates: an undated one scoring higher (a reference
+        # note on the topic) would otherwise push the dated ones, the answer to "when did I last ...", below it.
+        dated = [item.score for item in fused if item.candidate.chunk_id in content_dated]
+        floor = LATEST_SHARE * (max(dated) if dated else fused[0].score)
         relevant = [item for item in fused if item.score >= floor]
         rest = [item for item in fused if item.score < floor]
 

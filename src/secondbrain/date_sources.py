@@ -29,7 +29,10 @@ MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name
 MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
 _MONTH = f"({MONTH_NAMES})" + r"\.?"
 _WEEKDAY = r"(?:[A-Za-z]+,?\s+)?"
-_HEADING_DAY_MONTH = re.compile(rf"^{_WEEKDAY}(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH}\s+(\d{{4}})\b", re.IGNORECASE)
+# A year of two figures only where nothing follows it in the line's cell: "3 Feb 26 | 134/85", not "12 March 20 km".
+_HEADING_DAY_MONTH = re.compile(
+    rf"^{_WEEKDAY}(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH}\s+(\d{{4}}\b|'?\d{{2}}(?=\s*(?:$|[|,;)\]])))", re.IGNORECASE
+)
 _HEADING_MONTH_DAY = re.compile(rf"^{_WEEKDAY}{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.IGNORECASE)
 # A day named in prose: "8 November", "the 8th of November 2026", "November 8th, 2026", "2026-11-08".
 _PROSE_DAY_MONTH = re.compile(
@@ -135,7 +138,8 @@ def heading_date(heading: str, near: date | None = None, year: int | None = None
         if figures := _figures_day(text):
             return figures
         if match := _HEADING_DAY_MONTH.match(text):
-            return date(int(match[3]), MONTHS[match[2].lower()], int(match[1]))
+            year = int(match[3].lstrip("'"))
+            return date(year + 2000 if year < 100 else year, MONTHS[match[2].lower()], int(match[1]))
         if match := _HEADING_MONTH_DAY.match(text):
             return date(int(match[3]), MONTHS[match[1].lower()], int(match[2]))
     except ValueError:
@@ -177,22 +181,31 @@ def days_named(text: str, written: date) -> set[date]:
     """The days `text` names in prose ("8 November", "November 8th, 2026", "2026-11-08", "eighteen days to Porto"); a
     day without its year is the first such day on or after a month before `written`, the day of the note that names
     it. A month is a month only when capitalised, as prose writes it: "you may 2" names no day."""
-    named: list[date | None] = []
+    return set(days_named_in_order(text, written))
+
+
+def days_named_in_order(text: str, written: date) -> list[date]:
+    """`days_named`, in the order `text` names them (each once)."""
+    named: list[tuple[int, date | None]] = []
     for match in _PROSE_DAY_MONTH.finditer(text):  # "8 November", or both ends of "14 to 21 May"
         if match[3][0].isupper():
             month = MONTHS[match[3].lower()]
-            named.extend(_day_in_year(match[4], month, int(day), written) for day in (match[1], match[2]) if day)
+            named.extend(
+                (match.start(), _day_in_year(match[4], month, int(day), written)) for day in (match[1], match[2]) if day
+            )
     for match in _PROSE_MONTH_DAY.finditer(text):
         if match[1][0].isupper():
-            named.append(_day_in_year(match[3], MONTHS[match[1].lower()], int(match[2]), written))
+            named.append((match.start(), _day_in_year(match[3], MONTHS[match[1].lower()], int(match[2]), written)))
     for match in _PROSE_ISO.finditer(text):
-        named.append(_day_in_year(match[1], int(match[2]), int(match[3]), written))
+        named.append((match.start(), _day_in_year(match[1], int(match[2]), int(match[3]), written)))
     for match in _COUNTDOWN.finditer(text):
         count = match["count"].lower()
         number = 1 if count == "a" else number_value(count)
         with contextlib.suppress(OverflowError):  # a note dated at the end of the calendar
-            named.append(written + timedelta(days=number * (7 if match["unit"].lower().startswith("week") else 1)))
-    return {day for day in named if day is not None}
+            unit = 7 if match["unit"].lower().startswith("week") else 1
+            named.append((match.start(), written + timedelta(days=number * unit)))
+    ordered = [day for _, day in sorted(named, key=lambda found: found[0]) if day is not None]
+    return list(dict.fromkeys(ordered))
 
 
 def _day_in_year(year: str | None, month: int, day: int, written: date) -> date | None:

@@ -40,6 +40,8 @@ def dated(path: str, text: str = "# Note\n\nText.\n") -> tuple[DateSpan, list[st
         ("14.03.2026.md", date(2026, 3, 14), date(2026, 3, 14)),
         ("2026.03.14 call.md", date(2026, 3, 14), date(2026, 3, 14)),
         ("Reviews/2026-03 March review.md", date(2026, 3, 1), date(2026, 3, 31)),
+        ("Running/Runs 2025.md", date(2025, 1, 1), date(2025, 12, 31)),
+        ("Money/Tax return 2024-25.md", date(2024, 1, 1), date(2025, 12, 31)),
     ],
 )
 def test_daily_and_periodic_note_names_are_their_days(path: str, start: date, end: date) -> None:
@@ -49,7 +51,7 @@ def test_daily_and_periodic_note_names_are_their_days(path: str, start: date, en
 @pytest.mark.parametrize(
     "path",
     ["Ideas.md", "2026-13-45.md", "1984.md", "Notes 2026-01-20.md", "2026-W60.md", "1.4.16 release notes.md",
-     "12 March.md", "2026-03 2nd draft.md"],
+     "12 March.md", "2026-03 2nd draft.md", "2001 A Space Odyssey.md", "Port 8080.md", "v2.2026.md", "1999-2026.md"],
 )  # fmt: skip
 def test_other_names_are_no_date(path: str) -> None:
     assert file_name_date(path) is None

@@ -32,9 +32,24 @@ def test_a_passage_in_the_margin_ranks_behind_one_in_the_range() -> None:
     timed = scope("the garden last week", NOW, Filters())
     assert timed is not None
     dates = {0: (date(2026, 11, 21), date(2026, 11, 21)), 1: (date(2026, 11, 25), date(2026, 11, 25))}
-    ranked = reorder(fused(0.9, 0.6), dates, timed)
+    ranked = reorder(fused(0.9, 0.6), dates, timed, frozenset({0, 1}))
     assert [item.candidate.chunk_id for item in ranked] == [1, 0]
     assert ranked[1].score == 0.9 * SOFT_EDGE_SHARE
+
+
+def test_a_passage_no_note_dates_may_be_from_then_and_ranks_after_every_one_dated_then_or_near() -> None:
+    timed = scope("the garden last week", NOW, Filters())
+    assert timed is not None and timed.filters.undated, "a question's time keeps the undated passages"
+    # 0 is dated only by its file's modification time, which falls in the range: that says nothing of its content.
+    # 2 is dated in the margin, and still comes before it.
+    dates = {
+        0: (date(2026, 11, 25), date(2026, 11, 25)),
+        1: (date(2026, 11, 24), date(2026, 11, 24)),
+        2: (date(2026, 11, 21), date(2026, 11, 21)),
+    }
+    ranked = reorder(fused(0.9, 0.6, 0.3), dates, timed, frozenset({1, 2}))
+    assert [item.candidate.chunk_id for item in ranked] == [1, 2, 0]
+    assert Filters(date_from=date(2026, 1, 1)).undated is False, "a person's date filter keeps only what is dated"
 
 
 def test_latest_puts_the_newest_relevant_first_and_leaves_the_weak_where_they_were() -> None:
