@@ -146,17 +146,17 @@ class TokenInterceptor(HandlerInterceptor):
         return without_reading(handler, unary=refuse_unary, stream=refuse_stream)
 
     async def _refuse(self, context: grpc.aio.ServicerContext, guess: bool) -> None:
-        client = call_client(context, self._proxies, self._trusted_hops)
-        if seconds := self._guesses.refused_for(client):
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, self._guesses.refusal_message(client, seconds))
+        client = await self._abort_if_refused(context)
         if guess:
             self._guesses.wrong(client)
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, REFUSED)
 
-    async def _abort_if_refused(self, context: grpc.aio.ServicerContext) -> None:
+    async def _abort_if_refused(self, context: grpc.aio.ServicerContext) -> str:
+        """RESOURCE_EXHAUSTED when the call's client is refused; else the client."""
         client = call_client(context, self._proxies, self._trusted_hops)
         if seconds := self._guesses.refused_for(client):
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, self._guesses.refusal_message(client, seconds))
+        return client
 
     def _unless_refused_unary(self, behaviour: Behaviour) -> Behaviour:
         async def run(request: Any, context: grpc.aio.ServicerContext) -> Any:
