@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -43,7 +44,7 @@ from secondbrain.retrieve.retrieval import (
     RetrieveEvent,
     validate_query,
 )
-from secondbrain.retrieve.time_events import event_day
+from secondbrain.retrieve.time_events import event_day, named_event_day
 from secondbrain.vault_config import RetrieveSection
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,14 @@ LINK_SOURCES = 3  # top passages whose linked notes may join
 
 # How many passages about an event ("the roofer's inspection") are looked through for the best one the note dates.
 EVENT_DEPTH = 10
+# Of those, how many are read for the event's day; a passage the notes date to a span this long or longer (a month's
+# review, a note of a year) dates an event only by a day it names for it.
+EVENT_PASSAGES = EVENT_DEPTH
+EVENT_SPAN_DAYS = 8
+# A year in an event's name: the event is looked for among that year's notes.
+_EVENT_YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
+# A day a passage names without its year is the latest such day up to the passage's end (see days_named).
+YEARLESS_LOOK_BACK_DAYS = 365 - 31
 
 
 async def _no_day() -> None:
@@ -172,6 +181,14 @@ class Retriever:
         """The day of `event` ("the roofer's inspection") by the notes' best passage about it among those the note
         itself dates (a daily note, front matter, a dated heading; never a file's modification time) and that hold a
         word of it (`time_events.event_day`); None when there is none."""
+        if year := _EVENT_YEAR.search(event):
+            # "the 2025 abbey dash" is that year's, not the latest one's.
+            first, last = date(int(year[0]), 1, 1), date(int(year[0]), 12, 31)
+            filters = replace(
+                filters,
+                date_from=max(filters.date_from, first) if filters.date_from else first,
+                date_to=min(filters.date_to, last) if filters.date_to else last,
+            )
         vectors = None
         if mode != "lexical":
             vectors, _, _ = await self.query_vectors([event])
@@ -182,11 +199,21 @@ class Retriever:
             found = [candidate for candidate in found if candidate.lexical_rank is not None]
         async with self.db.pool.acquire() as connection:
             dated = await store.chunk_dates(connection, [c.chunk_id for c in found], STATEMENT_TIMEOUT_SECONDS)
-            best = next((c.chunk_id for c in found if (day := dated.get(c.chunk_id)) is not None and day[2]), None)
-            if best is None:
-                return None
-            contents = await store.chunk_contents(connection, [best], STATEMENT_TIMEOUT_SECONDS)
-        return event_day(event, body_of(contents.get(best, "")), dated[best][0])
+            # The best passages about it that the notes date, or that name its day themselves: an undated race report
+            # ("Race day, Sunday the 16th of November") says when the race was, as a note of a whole year does.
+            ids = [c.chunk_id for c in found if c.chunk_id in dated][:EVENT_PASSAGES]
+            contents = await store.chunk_contents(connection, ids, STATEMENT_TIMEOUT_SECONDS) if ids else {}
+        for chunk in ids:
+            first, last, own = dated[chunk]
+            text = body_of(contents.get(chunk, ""))
+            if own and (last - first).days < EVENT_SPAN_DAYS:
+                return event_day(event, text, first)
+            # A file's time or a long span is no day of the event: only a day the passage names for it is, read as
+            # the latest such day up to the passage's end.
+            named = named_event_day(event, text, last - timedelta(days=YEARLESS_LOOK_BACK_DAYS))
+            if named is not None and named <= last:
+                return named
+        return None
 
     def _now(self) -> datetime:
         """The asker's now when the client sent none: this machine's clock, in the configured time zone if any."""

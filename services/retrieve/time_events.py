@@ -172,6 +172,11 @@ def event_day(what: str, passage: str, written: date) -> date:
     """The day of the event `what` ("the porto half") by the best passage about it, which the notes date `written`:
     the one day named in a sentence that says most of the event ("Entered the Porto half marathon: 8 November",
     written in March, is of 8 November), else `written` (a journal tells of its own day)."""
+    return named_event_day(what, passage, written) or written
+
+
+def named_event_day(what: str, passage: str, written: date) -> date | None:
+    """The day a sentence of `passage` saying most of the event `what` names for it (`event_day`), or None."""
     wanted = key_set(what)
     # A passage's sentences, each line apart (a list item, a heading): where a day named beside an event is its day.
     sentences = [sentence for line in passage.splitlines() for sentence in sentence_pieces(line, lowercase_starts=True)]
@@ -182,7 +187,7 @@ def event_day(what: str, passage: str, written: date) -> date:
     for shared, sentence in shares:
         if most and shared == most and (day := _day_of(what, days_named(sentence, written))) is not None:
             return day
-    return written
+    return None
 
 
 def _day_of(what: str, named: set[date]) -> date | None:
