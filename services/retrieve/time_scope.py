@@ -99,7 +99,7 @@ def _applied(intent: TimeIntent, now: datetime, filters: Filters, margin: bool =
         widened = replace(filters, date_from=start, date_to=end, undated=True)
     elif intent.latest:
         # The newest as of the asker's now: a note dated later (a plan for next month) is not what they last wrote.
-        widened = replace(filters, date_to=now.date(), undated=True)
+        widened = replace(filters, date_to=now.date())
     return TimeScope(intent, widened)
 
 
@@ -131,10 +131,7 @@ def reorder(
         # A passage no note dates comes after every passage dated then or near: it may be from then, or not.
         fused = sorted(edged, key=lambda item: (item.candidate.chunk_id not in content_dated, -item.score))
     if time.intent.latest and fused:
-        # Relevant is measured against the best passage a note dates: an undated one scoring higher (a reference
-        # note on the topic) would otherwise push the dated ones, the answer to "when did I last ...", below it.
-        dated = [item.score for item in fused if item.candidate.chunk_id in content_dated]
-        floor = LATEST_SHARE * (max(dated) if dated else fused[0].score)
+        floor = LATEST_SHARE * fused[0].score
         relevant = [item for item in fused if item.score >= floor]
         rest = [item for item in fused if item.score < floor]
 
