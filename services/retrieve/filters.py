@@ -3,8 +3,7 @@ once and applied inside SQL (the store's `Params.filters` writes the clause).
 
 A folder matches every note under it; a tag matches itself and its children (`project` matches `project/alpha`),
 case-insensitively, as Obsidian does. A date range matches a passage whose date (its note's, or its dated heading's:
-`secondbrain.ingest.note_dates`) meets it, and a note with such a passage (with `undated`, also a passage dated only
-by its file's modification time). A notes filter matches the notes at those
+`secondbrain.ingest.note_dates`) meets it, and a note with such a passage. A notes filter matches the notes at those
 vault-relative paths exactly (as passages, search hits and GetNoteLinks name them): a note and the notes it links to.
 """
 
@@ -32,10 +31,6 @@ class Filters:
     date_from: date | None = None
     date_to: date | None = None
     notes: tuple[str, ...] = ()
-    # With a date range, also the passages no note dates (dated only by their file's modification time): a time the
-    # question names keeps them, since they may well be from then (time_scope ranks them at its soft edge); a range a
-    # person picks as a filter does not.
-    undated: bool = False
 
     @classmethod
     def parse(

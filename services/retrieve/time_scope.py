@@ -4,12 +4,12 @@
 A range becomes a date filter with a soft edge: the search also reaches a margin of days around the range (a diary
 written up the day after, a week that is "last week" to one person and the week before to another), and a passage
 dated in the margin ranks at SOFT_EDGE_SHARE of its score, behind one dated in the range. The words that only named
-the time are not searched as content. A passage no note dates (dated only by its file's modification time) is not
-outside the range, since it may be from then: it is searched too, and ranks after every passage dated in the range or
-its margin (an undated log or race report is found when nothing dated answers, and never displaces what is dated
-then). An explicit date filter (`filters.date_from` / `date_to`) wins over the words of the question, and keeps only
-what is dated. When nothing dated in or near the range matches (undated passages aside), the search runs over every
-note and the plan says so.
+the time are not searched as content. A passage dated only by its file's modification time is not taken as dated
+then, whatever that time: it ranks after every passage the notes date in the range or its margin. Passages no note
+dates are searched only when nothing the notes date in or near the range matches: then every note is, and the plan
+says so. (Searching them beside the dated, behind them, found a little more on vaults with undated logs, but the
+quoting provider then quoted a README or a recipe for "what did I do yesterday?".) An explicit date filter
+(`filters.date_from` / `date_to`) wins over the words of the question.
 
 A time named by events ("after the roofer's inspection") becomes a range once the pipeline has found each event's
 day in the notes (`at_events`); that range is the notes' own days, so it has no margin.
@@ -96,7 +96,7 @@ def _applied(intent: TimeIntent, now: datetime, filters: Filters, margin: bool =
     widened = filters
     if intent.range is not None:
         start, end = _widened(intent.range) if margin else (intent.range.start, intent.range.end)
-        widened = replace(filters, date_from=start, date_to=end, undated=True)
+        widened = replace(filters, date_from=start, date_to=end)
     elif intent.latest:
         # The newest as of the asker's now: a note dated later (a plan for next month) is not what they last wrote.
         widened = replace(filters, date_to=now.date())

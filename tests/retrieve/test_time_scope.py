@@ -37,9 +37,9 @@ def test_a_passage_in_the_margin_ranks_behind_one_in_the_range() -> None:
     assert ranked[1].score == 0.9 * SOFT_EDGE_SHARE
 
 
-def test_a_passage_no_note_dates_may_be_from_then_and_ranks_after_every_one_dated_then_or_near() -> None:
+def test_a_passage_dated_only_by_its_files_time_ranks_after_every_one_the_notes_date_then_or_near() -> None:
     timed = scope("the garden last week", NOW, Filters())
-    assert timed is not None and timed.filters.undated, "a question's time keeps the undated passages"
+    assert timed is not None
     # 0 is dated only by its file's modification time, which falls in the range: that says nothing of its content.
     # 2 is dated in the margin, and still comes before it.
     dates = {
@@ -49,7 +49,6 @@ def test_a_passage_no_note_dates_may_be_from_then_and_ranks_after_every_one_date
     }
     ranked = reorder(fused(0.9, 0.6, 0.3), dates, timed, frozenset({1, 2}))
     assert [item.candidate.chunk_id for item in ranked] == [1, 2, 0]
-    assert Filters(date_from=date(2026, 1, 1)).undated is False, "a person's date filter keeps only what is dated"
 
 
 def test_latest_puts_the_newest_relevant_first_and_leaves_the_weak_where_they_were() -> None:

@@ -46,7 +46,7 @@ async def chunks_around(
     radius_p = p.add(radius)
     in_range = "true"
     if dated is not None and (dated.date_from or dated.date_to):
-        in_range = p.filters(Filters(date_from=dated.date_from, date_to=dated.date_to, undated=dated.undated), "f", "c")
+        in_range = p.filters(Filters(date_from=dated.date_from, date_to=dated.date_to), "f", "c")
     statement = p.statement(f"""
         SELECT c.id, c.file_id, c.chunk_index, c.heading_path, c.start_line, c.end_line, c.content, c.token_count,
                f.path, f.title, c.date_start, c.date_end, c.date_source

@@ -84,7 +84,7 @@ def _in_range(p: Params, filters: Filters) -> str:
     one)."""
     if not (filters.date_from or filters.date_to):
         return "true"
-    return p.filters(Filters(date_from=filters.date_from, date_to=filters.date_to, undated=filters.undated), "f", "c")
+    return p.filters(Filters(date_from=filters.date_from, date_to=filters.date_to), "f", "c")
 
 
 def _lexical_ctes(p: Params, text: str, filters: Filters, depth: int) -> str:

@@ -8,7 +8,6 @@ from typing import NamedTuple
 
 import asyncpg
 
-from secondbrain.date_sources import MODIFIED
 from secondbrain.db.sql import like_escape
 from secondbrain.retrieve.filters import Filters
 
@@ -51,13 +50,10 @@ class Params:
                 meets.append(f"{{c}}.date_end >= {self.add(filters.date_from)}::date")
             if filters.date_to:
                 meets.append(f"{{c}}.date_start <= {self.add(filters.date_to)}::date")
-            meet = " AND ".join(meets)
-            if filters.undated:
-                meet = f"(({meet}) OR {{c}}.date_source = {self.add(MODIFIED)})"
             if chunk_alias is not None:
-                clauses.append(meet.format(c=chunk_alias))
+                clauses.append(" AND ".join(meets).format(c=chunk_alias))
             else:
-                dated = meet.format(c="dated")
+                dated = " AND ".join(meets).format(c="dated")
                 clauses.append(
                     f"EXISTS (SELECT 1 FROM vault_chunks dated WHERE dated.file_id = {file_alias}.id AND {dated})"
                 )
