@@ -22,6 +22,7 @@ from grpc_health.v1 import health, health_pb2
 from secondbrain.jsonlog import request_id
 from secondbrain.service.client_address import FORWARDED_CLIENT, FORWARDED_FOR, Network, call_client
 from secondbrain.service.handlers import Behaviour, HandlerInterceptor, with_behaviour, without_reading
+from secondbrain.service.limits import MAX_RESPONSE_BYTES
 from secondbrain.service.token_guesses import TokenGuesses
 from secondbrain.service.tracing import inject
 
@@ -233,6 +234,8 @@ def open_channel(target: str, token: str | None, options: list[tuple[str, Any]] 
     """A channel to one of our services that presents `token` (when there is one) and the id of the request being
     served on every call, balanced over every address of `target`."""
     interceptors: list[grpc.aio.ClientInterceptor] = [_AttachUnary(token), _AttachStream(token)]
+    # gRPC's clients take 4 MiB by default; our servers send up to MAX_RESPONSE_BYTES (a 10 MiB note or attachment).
+    receive = [("grpc.max_receive_message_length", MAX_RESPONSE_BYTES)]
     return grpc.aio.insecure_channel(
-        target, options=[*BALANCED, *RECONNECT, *(options or [])], interceptors=interceptors
+        target, options=[*BALANCED, *RECONNECT, *receive, *(options or [])], interceptors=interceptors
     )
