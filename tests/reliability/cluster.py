@@ -41,13 +41,16 @@ READY_TIMEOUT = 90.0
 
 
 def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for sock in sockets:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
+    """`count` free ports, none 1000 above another: a gRPC port's metrics listen on it + 1000 (`up` refuses a clash)."""
+    while True:
+        sockets = [socket.socket() for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        ports = [sock.getsockname()[1] for sock in sockets]
+        for sock in sockets:
+            sock.close()
+        if not any(port + 1000 in ports for port in ports):
+            return ports
 
 
 class Postgres:
