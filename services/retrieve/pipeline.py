@@ -13,12 +13,13 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
 
+from secondbrain.date_sources import read_as_of_latest
 from secondbrain.db import Database
 from secondbrain.db.embedding_model import ModelRecord, current_model
 from secondbrain.embedding import Embedder
@@ -61,8 +62,6 @@ EVENT_PASSAGES = EVENT_DEPTH
 EVENT_SPAN_DAYS = 8
 # A year in an event's name: the event is looked for among that year's notes.
 _EVENT_YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
-# A day a passage names without its year is the latest such day up to the passage's end (see days_named).
-YEARLESS_LOOK_BACK_DAYS = 365 - 31
 
 
 async def _no_day() -> None:
@@ -210,7 +209,7 @@ class Retriever:
                 return event_day(event, text, first)
             # A file's time or a long span is no day of the event: only a day the passage names for it is, read as
             # the latest such day up to the passage's end.
-            named = named_event_day(event, text, last - timedelta(days=YEARLESS_LOOK_BACK_DAYS))
+            named = named_event_day(event, text, read_as_of_latest(last))
             if named is not None and named <= last:
                 return named
         return None

@@ -9,16 +9,14 @@ naming one names: the answer, else the question before it.
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Sequence
 from datetime import date, timedelta
 
-from secondbrain.date_sources import days_named_in_order, number_value
-from secondbrain.retrieve.time_phrases import Days
+from secondbrain.date_sources import days_named_in_order, number_value, read_as_of_latest
+from secondbrain.retrieve.time_phrases import AMOUNTS, WEEKDAY_NUMBERS, Days
 
 _WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-_WEEKDAY_NUMBERS = {name.lower(): number for number, name in enumerate(calendar.day_name)}
 _COUNT = r"(?P<count>\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a couple|a few|several)"
 # What ends an offset that is from the day before it: the end of a clause, or words that say "then".
 _FROM_THEN = r"(?=\s*(?:$|[,.?!;:]|\s(?:that|then|this|it|when|what|did|was|were|how|and|i|we)\b))"
@@ -29,7 +27,6 @@ _OFFSET = re.compile(
     rf"|\bthe\s+(?P<weekday>{_WEEKDAYS})\s+(?P<side4>after|before){_FROM_THEN}",
     re.IGNORECASE,
 )
-_AMOUNTS = {"a couple of": (1, 3), "a couple": (1, 3), "a few": (2, 5), "several": (3, 8)}
 # A conversation's earlier day is looked for in at most this many of its latest messages.
 LOOK_BACK = 4
 
@@ -42,9 +39,7 @@ def names_offset(question: str) -> bool:
 def anchor_day(earlier: Sequence[str], today: date) -> date | None:
     """The day a follow-up's offset is from: the first day named by the latest of `earlier` (oldest first) that
     names one, read as of `today`."""
-    # A day named without its year is the latest such day up to today (an answer tells of what has happened):
-    # `days_named_in_order` reads it as the first on or after a month before the day it is given.
-    written = today - timedelta(days=365 - 31)
+    written = read_as_of_latest(today)  # a day named without its year: the latest such day up to today
     for message in reversed(earlier[-LOOK_BACK:]):
         days = [day for day in days_named_in_order(message, written) if day <= today]
         if days:
@@ -59,7 +54,7 @@ def offset(question: str, anchor: date) -> Days | None:
         return None
     words = match.group(0).strip()
     if weekday := match["weekday"]:
-        number = _WEEKDAY_NUMBERS[weekday.lower()]
+        number = WEEKDAY_NUMBERS[weekday.lower()]
         if match["side4"].lower() == "after":
             day = anchor + timedelta(days=(number - anchor.weekday()) % 7 or 7)
         else:
@@ -68,7 +63,7 @@ def offset(question: str, anchor: date) -> Days | None:
     if count := match["count"]:
         later = match["side3"].lower() in ("later", "after", "on")
         unit = 7 if match["unit3"].lower().startswith("week") else 1
-        fewest, most = _AMOUNTS[count.lower()] if count.lower() in _AMOUNTS else (number_value(count),) * 2
+        fewest, most = AMOUNTS[count.lower()] if count.lower() in AMOUNTS else (number_value(count),) * 2
         near, far = fewest * unit, most * unit
         if unit == 7:  # "three weeks later" is about then, give or take a few days
             near, far = near - 3, far + 3

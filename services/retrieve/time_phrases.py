@@ -22,7 +22,7 @@ Days: TypeAlias = tuple[date, date, str]
 """A range's first and last day, both inclusive, and the question's words that named it."""
 
 _MONTH = f"(?P<month>{MONTH_NAMES})" + r"\.?"
-_WEEKDAY_NUMBERS = {name.lower(): number for number, name in enumerate(calendar.day_name)}
+WEEKDAY_NUMBERS = {name.lower(): number for number, name in enumerate(calendar.day_name)}
 
 # "3 weeks back" is "3 weeks ago" to dateparser; "yesterdays race" is yesterday's.
 _VAGUE = [
@@ -36,7 +36,7 @@ _VAGUE_AGO = re.compile(
     r"\b(?P<amount>a couple of|a few|a couple|several)\s+(?P<unit>days?|weeks?|months?)\s+(?:ago|back)\b",
     re.IGNORECASE,
 )
-_AMOUNTS = {"a couple of": (1, 3), "a couple": (1, 3), "a few": (2, 5), "several": (3, 8)}
+AMOUNTS = {"a couple of": (1, 3), "a couple": (1, 3), "a few": (2, 5), "several": (3, 8)}
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30}
 # Around a day: "right before Christmas" is the week before it, "over Easter" its long weekend.
 # The word before a holiday, and the space after it (a group of its own: a bare `\s*` would be tried at every space of
@@ -177,7 +177,7 @@ def _ordinal_of_month(question: str, today: date) -> Days | None:
         if first > length:
             return None
         return (date(year, month, first), date(year, month, min(first + 6, length)), match.group(0))
-    weekday = _WEEKDAY_NUMBERS[match["weekday"].lower()] if match["weekday"] else 5  # a weekend starts on Saturday
+    weekday = WEEKDAY_NUMBERS[match["weekday"].lower()] if match["weekday"] else 5  # a weekend starts on Saturday
     days = [day for day in range(1, length + 1) if date(year, month, day).weekday() == weekday]
     if ordinal > len(days):
         return None
@@ -210,7 +210,7 @@ def _weekdays_ago(question: str, today: date) -> Days | None:
     match = _WEEKDAYS_AGO.search(question)
     if match is None:
         return None
-    weekday = _WEEKDAY_NUMBERS[match["weekday"].lower()]
+    weekday = WEEKDAY_NUMBERS[match["weekday"].lower()]
     latest = today - timedelta(days=(today.weekday() - weekday) % 7 or 7)  # the last one before today
     day = latest - timedelta(weeks=number_value(match["count"]) - 1)
     return (day, day, match.group(0))
@@ -220,7 +220,7 @@ def _vague_ago(question: str, today: date) -> Days | None:
     match = _VAGUE_AGO.search(question)
     if match is None:
         return None
-    fewest, most = _AMOUNTS[match["amount"].lower()]
+    fewest, most = AMOUNTS[match["amount"].lower()]
     unit = _UNIT_DAYS[match["unit"].lower().rstrip("s")]
     return (today - timedelta(days=most * unit), today - timedelta(days=fewest * unit), match.group(0))
 

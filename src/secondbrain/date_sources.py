@@ -208,6 +208,12 @@ def days_named_in_order(text: str, written: date) -> list[date]:
     return list(dict.fromkeys(ordered))
 
 
+def read_as_of_latest(until: date) -> date:
+    """The day to give `days_named` so that a day named without its year is read as the latest such day up to
+    `until` (an answer, or a report, tells of what has happened), not the first from a month before it."""
+    return until - timedelta(days=365 - _RECENT_DAYS)
+
+
 def _day_in_year(year: str | None, month: int, day: int, written: date) -> date | None:
     try:
         if year:
