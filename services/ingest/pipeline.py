@@ -152,7 +152,10 @@ class Ingestor:
                 log.info("text search configuration changed; keyword index rebuilt")
             if await store.ensure_chunking(connection, CHUNKING):
                 log.info("notes are chunked differently by this version; every note is read again")
-        files, skipped = await asyncio.to_thread(walk_vault, root, ingest.ignore, ingest.max_file_bytes)
+        attachment_bytes = ingest.max_attachment_file_bytes if ingest.attachments else None
+        files, skipped = await asyncio.to_thread(
+            walk_vault, root, ingest.ignore, ingest.max_file_bytes, attachment_bytes
+        )
         personas, bad_personas = await asyncio.to_thread(read_personas, root)
         skipped = sorted([*skipped, *bad_personas], key=lambda item: item.path)
         model = await self.model()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from secondbrain.errors import FailedPrecondition, InvalidInput
+from secondbrain.ingest.formats import is_attachment
 from secondbrain.ingest.ignore_patterns import ignore_pattern
 from secondbrain.ingest.note_paths import name_problem, note_path, path_length_problem, spelled_out
 from secondbrain.vault_files import read_inside
@@ -65,9 +66,14 @@ class Skipped:
 
 
 def walk_vault(
-    root: Path, ignore: Sequence[str] = (), max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    root: Path,
+    ignore: Sequence[str] = (),
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_attachment_bytes: int | None = None,
 ) -> tuple[list[VaultFile], list[Skipped]]:
-    """Every `*.md` under `root` (sorted by path) and the markdown files or symlinks skipped, with reasons.
+    """Every `*.md` under `root` (sorted by path) and the markdown files or symlinks skipped, with reasons; with
+    `max_attachment_bytes`, the attachments too (PDFs, pictures, canvases, Office files: `formats.is_attachment`),
+    each within that size.
 
     Dot-folders (.obsidian, .git, .trash, and .claude where personas live) and paths matching an `ignore` glob
     are left out silently: Obsidian hides the first and the person asked for the second. Symlinks
@@ -76,6 +82,10 @@ def walk_vault(
     (and reported with its bad bytes spelled out, as '\\xe9').
     """
     walk = _Walk(root, ignore, SizeLimit(max_file_bytes, "ingest.max_file_bytes", "raise the limit or split the note"))
+    if max_attachment_bytes is not None:
+        walk.attachment_limit = SizeLimit(
+            max_attachment_bytes, "ingest.max_attachment_file_bytes", "raise the limit or split the file"
+        )
     return walk.run()
 
 
@@ -134,6 +144,8 @@ class _Walk:
         self.root = root.resolve()
         self.patterns = [ignore_pattern(pattern) for pattern in ignore if pattern.strip()]
         self.size_limit = size_limit
+        # Attachments are walked only when this is set (not for a folder of personas).
+        self.attachment_limit: SizeLimit | None = None
         self.seen_dirs: dict[Path, str] = {}
         self.found: dict[Path, tuple[str, VaultFile]] = {}
         self.linked_files: list[tuple[str, Path]] = []
@@ -208,9 +220,13 @@ class _Walk:
                     if real not in self.seen_dirs:  # Met before only inside a symlinked folder: already walked.
                         self.seen_dirs[real] = child
                         pending.append((child, Path(entry.path)))
-                elif _is_markdown(entry.name):
+                elif self.indexes(entry.name):
                     self.add_file(child, Path(entry.path))
         return linked
+
+    def indexes(self, name: str) -> bool:
+        """Whether a file of this name is one the walk lists: a note, or an attachment when they are walked."""
+        return _is_markdown(name) or (self.attachment_limit is not None and is_attachment(name))
 
     def entries(self, relative: str, path: Path) -> list[os.DirEntry[str]]:
         try:
@@ -226,7 +242,7 @@ class _Walk:
             target = Path(entry.path).resolve(strict=True)
             info = target.stat()
         except (OSError, RuntimeError):
-            if _is_markdown(entry.name):
+            if self.indexes(entry.name):
                 self.skipped.append(Skipped(relative, "broken symlink (its target does not exist or loops)", True))
             return []
         if not target.is_relative_to(self.root):
@@ -241,7 +257,7 @@ class _Walk:
             return []
         if is_dir:
             return [(relative, target)]
-        if _is_markdown(entry.name):
+        if self.indexes(entry.name):
             self.linked_files.append((relative, target))
         return []
 
@@ -280,6 +296,8 @@ class _Walk:
             self.skipped.append(Skipped(relative, "not a regular file (a device, socket or pipe)"))
             return
         limit = self.size_limit
+        if self.attachment_limit is not None and not _is_markdown(relative):
+            limit = self.attachment_limit
         if info.st_size > limit.bytes:
             self.skipped.append(
                 Skipped(

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from secondbrain.errors import FailedPrecondition, SecondbrainError
 from secondbrain.ingest.events import FileDone, Outcome
+from secondbrain.ingest.formats import is_attachment
 from secondbrain.ingest.note_paths import note_path
 from secondbrain.ingest.pipeline import Ingestor, SyncBusy
 
@@ -66,7 +67,7 @@ def relevant_in(root: str) -> Callable[[Change, str], bool]:
         parts = path.removeprefix(prefix).split("/")
         if any(part.startswith(".") for part in parts) and parts[0] != ".claude":
             return False
-        if parts[-1].lower().endswith(".md") or path.removeprefix(prefix) == "secondbrain.json":
+        if _indexed_name(parts[-1]) or path.removeprefix(prefix) == "secondbrain.json":
             return True
         return change == Change.deleted or Path(path).is_dir()
 
@@ -79,19 +80,24 @@ def _notes_changed(root: str, paths: list[str]) -> set[str]:
     notes: set[str] = set()
     for path in paths:
         relative = path.removeprefix(root).lstrip("/")
-        if relative.lower().endswith(".md") or relative == "secondbrain.json":
+        if _indexed_name(relative) or relative == "secondbrain.json":
             notes.add(note_path(relative))
             continue
         folder = Path(path)
         if not folder.is_dir() or folder.is_symlink():
             continue
-        for index, inner in enumerate(folder.rglob("*.md")):
+        for index, inner in enumerate(inner for inner in folder.rglob("*") if _indexed_name(inner.name)):
             if index >= MAX_FOLDER_NOTES:
                 break
             inside = inner.relative_to(root).as_posix()
             if not any(part.startswith(".") for part in inside.split("/")):
                 notes.add(note_path(inside))
     return notes
+
+
+def _indexed_name(name: str) -> bool:
+    """A note's name, or an attachment's (whether attachments are indexed is the sync's to say)."""
+    return name.lower().endswith(".md") or is_attachment(name)
 
 
 class VaultWatcher:

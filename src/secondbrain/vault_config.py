@@ -60,6 +60,42 @@ class IngestSection(_Section):
         description="The largest file (an image, a PDF) the reader is sent from the vault; larger ones are refused. At "
         "most 15 MiB: the file travels in one gRPC message, and a response is at most 16 MiB.",
     )
+    attachments: bool = Field(
+        default=True,
+        description="Index the vault's PDFs, pictures (PNG, JPEG, WebP), canvases and Office files (.docx, .pptx, "
+        ".xlsx) beside its notes; false indexes only the notes.",
+    )
+    ocr: bool = Field(
+        default=True,
+        description="Read the text of pictures and of PDF pages with no text layer with tesseract, when it is "
+        "installed (apt-get install tesseract-ocr tesseract-ocr-eng); about a second a page.",
+    )
+    max_attachment_file_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1, description="Larger attachments are skipped and reported, not indexed."
+    )
+    max_attachment_pages: int = Field(
+        default=2_000, ge=1, description="A PDF's pages (or a presentation's slides) past this many are not read."
+    )
+    attachment_seconds: float = Field(
+        default=120.0, gt=0, le=3600, description="Reading one attachment taking longer fails it, with that reason."
+    )
+    attachment_memory_mb: int = Field(
+        default=2048,
+        ge=256,
+        description="The memory the process that reads attachments may hold; a file needing more fails alone.",
+    )
+    max_picture_pixels: int = Field(
+        default=50_000_000, ge=1, description="A picture of more pixels is not read (a header may claim billions)."
+    )
+    max_canvas_nodes: int = Field(
+        default=10_000, ge=1, description="A canvas of more cards and connections is not read."
+    )
+    max_unzipped_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1,
+        description="An Office file that would unpack to more than this (a zip bomb) is not read.",
+    )
+    max_sheet_cells: int = Field(default=200_000, ge=1, description="A spreadsheet of more cells is not read.")
 
 
 # How the bundled local model runs (`embedding.runtime`): read by the embedder, offered by `secondbrain prepare-model`.

@@ -43,6 +43,9 @@ class ChunkRow:
     token_count: int
     embedding: np.ndarray | None
     date: DateSpan | None = None
+    # The PDF pages (or slides) the chunk's text comes from; None for a note's chunks.
+    page_start: int | None = None
+    page_end: int | None = None
 
 
 @dataclass
@@ -153,6 +156,8 @@ async def write_note(connection: asyncpg.Connection, note: NoteRow) -> int:
                     "date_start",
                     "date_end",
                     "date_source",
+                    "page_start",
+                    "page_end",
                 ],
                 records=[
                     (
@@ -168,6 +173,8 @@ async def write_note(connection: asyncpg.Connection, note: NoteRow) -> int:
                         c.date.start if c.date else None,
                         c.date.end if c.date else None,
                         c.date.source if c.date else "",
+                        c.page_start,
+                        c.page_end,
                     )
                     for c in note.chunks
                 ],
