@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from secondbrain.errors import InvalidInput
-from secondbrain.evaluation.metrics import per_question
+from secondbrain.evaluation.metrics import page_recall, per_question
 from secondbrain.evaluation.questions import Question, load_beir, load_qa
 from tests.command import secondbrain
 from tests.environment import clean_environ
+from tests.ingest import files_made
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_VAULT = ROOT / "demo" / "vault"
@@ -39,6 +40,9 @@ def write_lines(path: Path, *lines: object) -> Path:
         ({"id": "a", "question": "", "expected": ["A.md"]}, "'question' must be a non-empty string"),
         ({"id": "q1", "question": "again?", "expected": ["A.md"]}, "the id 'q1' is used twice"),
         ({"id": "a", "question": "q?", "expected": ["A.md"], "history": [{"role": "bot"}]}, "'history' entry"),
+        ({"id": "a", "question": "q?", "expected": ["A.pdf"], "pages": {"B.pdf": [1]}}, "not among 'expected'"),
+        ({"id": "a", "question": "q?", "expected": ["A.pdf"], "pages": {"A.pdf": [0]}}, "'pages' must map"),
+        ({"id": "a", "question": "q?", "expected": ["A.pdf"], "pages": [3]}, "'pages' must map"),
     ],
 )
 def test_a_bad_question_file_names_the_line_and_the_problem(tmp_path: Path, line: object, says: str) -> None:
@@ -150,6 +154,46 @@ def test_the_demo_vaults_questions_stay_above_their_measured_recall(database_url
         assert report["arms"][arm]["recall@5"] >= floor, (arm, report["arms"][arm], report["misses"][arm])
     assert report["misses"]["hybrid"] == []
     assert set(report["per_kind"]["hybrid"]) == set(report["kinds"])
+
+
+def test_pages_are_read_and_scored_by_ir_measures_over_the_pages_a_ranking_found(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "eval.jsonl",
+        {"id": "p", "question": "Rate?", "expected": ["Memo.pdf", "A.md"], "pages": {"Memo.pdf": [2, 3]}},
+        {"id": "n", "question": "Note?", "expected": ["A.md"]},
+    )
+    questions = load_qa(path).questions
+    assert questions[0].pages == {"Memo.pdf": (2, 3)} and questions[0].page_units == {
+        "Memo.pdf#page=2",
+        "Memo.pdf#page=3",
+    }
+    # The right file at the wrong page is no page hit; one of the two pages in the first five is half.
+    assert page_recall(questions, {"p": ["Memo.pdf#page=1"], "n": []}) == 0.0
+    assert page_recall(questions, {"p": ["Memo.pdf#page=1", "Memo.pdf#page=3"], "n": []}) == 0.5
+    assert page_recall(questions, {"p": [f"Other.pdf#page={n}" for n in range(5)] + ["Memo.pdf#page=2"]}) == 0.0
+
+
+def test_an_attachment_vault_is_scored_by_type_of_file_and_by_page(database_url: str, tmp_path: Path) -> None:
+    vault = _small_vault(tmp_path)
+    (vault / "Boiler manual.pdf").write_bytes(
+        files_made.pdf([["Contents"], ["Bleed the radiators before the annual boiler service."], ["Index"]])
+    )
+    qa = write_lines(
+        tmp_path / "attachments.jsonl",
+        {"id": "a", "question": "bleed the radiators before the boiler service", "expected": ["Boiler manual.pdf"],
+         "pages": {"Boiler manual.pdf": [2]}},
+        {"id": "b", "question": "what is the worktop made of", "expected": ["Kitchen.md"]},
+    )  # fmt: skip
+    env = _env(database_url, tmp_path)
+    result = secondbrain("eval", "--vault", str(vault), "--qa", str(qa), "--arm", "lexical", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["types"] == {"PDF": 1, "note": 1}
+    assert report["per_type"]["lexical"]["PDF"]["recall@5"] == 1.0
+    assert report["page_recall@5"] == {"lexical": 1.0}
+    shown = secondbrain("eval", "--vault", str(vault), "--qa", str(qa), "--arm", "lexical", env=env)
+    said = " ".join(shown.stdout.split())
+    assert "by type of file" in said and "page-level recall@5 (1 question naming pages" in said, said
 
 
 @pytest.mark.slow

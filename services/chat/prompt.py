@@ -54,15 +54,26 @@ def own_last_day(passage: common.Passage) -> str:
     return passage.date.rsplit("..", 1)[-1]
 
 
+def place(passage: common.Passage) -> str:
+    """Where in its file a passage is, as a person finds it: "page 12" (or "pages 12-13") in an attachment that
+    has pages, else "lines 4-9"."""
+    if passage.page_start:
+        if passage.page_end and passage.page_end != passage.page_start:
+            return f"pages {passage.page_start}-{passage.page_end}"
+        return f"page {passage.page_start}"
+    return f"lines {passage.start_line}-{passage.end_line}"
+
+
 def passage_heading(passage: common.Passage) -> str:
-    """`[n] Title > Heading > Sub (path, lines a-b, dated 2026-01-20)`: what a model needs to cite it, to tell the
-    newer of two passages that disagree, and for a person to find it. Only the `[n]` is a citation: the rest is the
-    note's own text, quoted. A date read only from the file's modification time is left out (`said`)."""
+    """`[n] Title > Heading > Sub (path, lines a-b, dated 2026-01-20)`, or `(path, page 12)` in a PDF: what a model
+    needs to cite it, to tell the newer of two passages that disagree, and for a person to find it. Only the `[n]` is
+    a citation: the rest is the note's own text, quoted. A date read only from the file's modification time is left
+    out (`said`)."""
     where = [passage.note_title] if passage.note_title else []
     where += [heading for heading in passage.heading_path if heading != passage.note_title]
     label = " > ".join(where) or passage.note_path
     when = f", {dated}" if (dated := said(passage.date, passage.date_source)) else ""
-    where_exactly = f"{label} ({passage.note_path}, lines {passage.start_line}-{passage.end_line}{when})"
+    where_exactly = f"{label} ({passage.note_path}, {place(passage)}{when})"
     return f"[{passage.number}] {quoted(where_exactly)}"
 
 

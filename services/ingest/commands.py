@@ -13,6 +13,7 @@ import dataclasses
 import json
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from rich.text import Text
 
 from secondbrain.cli.terminal import hanging, stderr_console, stdout_console
 from secondbrain.config import Config
+from secondbrain.ingest.formats import PLURALS, kind_of
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
 from secondbrain.service.access import connect, in_process, streaming
@@ -217,6 +219,17 @@ async def follow_vault(
                     synced()
 
 
+def _files_by_kind(status: pb.GetIndexStatusResponse) -> str:
+    """The indexed files counted by kind ("23 notes, 33 PDFs, 8 images"), notes first; "" when all are notes."""
+    counts: Counter[str] = Counter(
+        kind_of(file.path) for file in status.files if file.state != pb.FILE_STATE_FAILED and kind_of(file.path)
+    )
+    if set(counts) <= {"note"}:
+        return ""
+    ordered = sorted(counts.items(), key=lambda item: (item[0] != "note", -item[1], item[0]))
+    return ", ".join(counted(number, kind, PLURALS.get(kind, "")) for kind, number in ordered)
+
+
 async def run_status(config: Config, *, files: bool, address: str | None, as_json: bool) -> None:
     console = stdout_console()
     async with ingest_service(config, address, stderr_console()) as ingest:
@@ -230,6 +243,8 @@ async def run_status(config: Config, *, files: bool, address: str | None, as_jso
         f"Notes: {status.notes}   chunks: {status.chunks} ({status.embedded_chunks} embedded)   "
         f"failed: {status.failed_notes}"
     )
+    if by_kind := _files_by_kind(status):
+        console.print(f"By type: {by_kind}", markup=False, highlight=False)
     console.print(f"Model: {model.provider}:{model.name} ({model.dimension}-d)" if model.name else "Model: none yet")
     last = status.last_sync.ToDatetime().isoformat(timespec="seconds") if status.HasField("last_sync") else "never"
     console.print(f"Last sync: {last}" + (f" of {status.vault_path}" if status.vault_path else ""))

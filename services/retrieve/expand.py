@@ -102,6 +102,9 @@ class Excerpt:
     # The days its chunks are from ("2026-01-20", "2026-01-19..2026-01-25"), and where that was read; "" undated.
     date: str = field(default="", kw_only=True)
     date_source: str = field(default="", kw_only=True)
+    # The pages of an attachment it comes from (first, last); None for a note's.
+    page_start: int | None = field(default=None, kw_only=True)
+    page_end: int | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,8 @@ def assemble(span: Span, available: dict[tuple[int, int], ChunkRow]) -> PassageT
         best_rank=span.best_rank,
         date=_span_date(chunks),
         date_source=winner.date_source,
+        page_start=min((c.page_start for c in chunks if c.page_start is not None), default=None),
+        page_end=max((c.page_end for c in chunks if c.page_end is not None), default=None),
     )
 
 

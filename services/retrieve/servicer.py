@@ -129,6 +129,8 @@ def passage_message(passage: Passage) -> common.Passage:
         via_link=passage.via_link,
         date=passage.date,
         date_source=passage.date_source,
+        page_start=passage.page_start or 0,
+        page_end=passage.page_end or 0,
     )
     if passage.rerank_score is not None:
         message.rerank_score = passage.rerank_score

@@ -27,7 +27,7 @@ def extract(suffix: str, data: bytes, limits: Limits = LIMITS) -> Extracted:
 def test_kinds_by_extension() -> None:
     assert is_attachment("Papers/x.PDF") and is_attachment("a.canvas") and is_attachment("b.xlsx")
     assert not is_attachment("note.md") and not is_attachment("drawing.svg") and not is_attachment("pdf")
-    assert kind_of("a/b.md") == "note" and kind_of("a/b.jpeg") == "image" and kind_of("a.pptx") == "PowerPoint"
+    assert kind_of("a/b.md") == "note" and kind_of("a/b.jpeg") == "image" and kind_of("a.pptx") == "presentation"
 
 
 def test_a_pdf_is_read_page_by_page() -> None:

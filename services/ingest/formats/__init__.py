@@ -18,10 +18,12 @@ KINDS: dict[str, str] = {
     ".jpeg": "image",
     ".webp": "image",
     ".canvas": "canvas",
-    ".docx": "Word",
-    ".pptx": "PowerPoint",
-    ".xlsx": "Excel",
+    ".docx": "Word document",
+    ".pptx": "presentation",
+    ".xlsx": "spreadsheet",
 }
+# The plural of each kind that does not just add an s.
+PLURALS = {"canvas": "canvases"}
 
 
 def suffix_of(name: str) -> str:
@@ -35,7 +37,7 @@ def is_attachment(name: str) -> bool:
 
 
 def kind_of(name: str) -> str:
-    """'note' for markdown, else the attachment's kind ('PDF', 'image', ...), else ''."""
+    """'note' for markdown, else the attachment's kind ('PDF', 'image', 'presentation', ...), else ''."""
     if name.lower().endswith(".md"):
         return "note"
     return KINDS.get(suffix_of(name), "")

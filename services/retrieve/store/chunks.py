@@ -28,6 +28,9 @@ class ChunkRow:
     date_start: date | None = None
     date_end: date | None = None
     date_source: str = ""
+    # The pages (an attachment's) the chunk comes from; None for a note's.
+    page_start: int | None = None
+    page_end: int | None = None
 
 
 async def chunks_around(
@@ -49,7 +52,7 @@ async def chunks_around(
         in_range = p.filters(Filters(date_from=dated.date_from, date_to=dated.date_to), "f", "c")
     statement = p.statement(f"""
         SELECT c.id, c.file_id, c.chunk_index, c.heading_path, c.start_line, c.end_line, c.content, c.token_count,
-               f.path, f.title, c.date_start, c.date_end, c.date_source
+               f.path, f.title, c.date_start, c.date_end, c.date_source, c.page_start, c.page_end
         FROM unnest({file_ids}::bigint[], {indexes}::int[]) AS w(file_id, chunk_index)
         JOIN vault_chunks c
           ON c.file_id = w.file_id AND c.chunk_index BETWEEN w.chunk_index - {radius_p} AND w.chunk_index + {radius_p}
@@ -73,6 +76,8 @@ async def chunks_around(
             r["date_start"],
             r["date_end"],
             r["date_source"],
+            r["page_start"],
+            r["page_end"],
         )
         for r in unique.values()
     ]

@@ -25,7 +25,7 @@ from secondbrain.errors import InvalidInput
 from secondbrain.evaluation import commands
 from secondbrain.evaluation.answers import Answered
 from secondbrain.evaluation.questions import Question
-from secondbrain.evaluation.ranking import Arm, ArmUnavailable
+from secondbrain.evaluation.ranking import Arm, ArmUnavailable, ChunkHit
 from secondbrain.evaluation.services import EvalServices
 from secondbrain.ingest.commands import run_ingest, sync_in_process
 from secondbrain.note_tools.answer_stream import AnswerStream
@@ -47,7 +47,9 @@ ANSWER_TIMEOUT_SECONDS = 300.0
 class RetrieverRanker:
     """Retrieval's ranking over one index, as the evaluation reads it (a `ChunkRanker`)."""
 
-    def __init__(self, retriever: Retriever, paths: dict[int, str]) -> None:
+    def __init__(
+        self, retriever: Retriever, paths: dict[int, str], pages: dict[int, tuple[int, int]] | None = None
+    ) -> None:
         r = self.retriever = retriever
 
         def changed(**settings: object) -> Retriever:
@@ -62,12 +64,19 @@ class RetrieverRanker:
         # Each indexed note's path by its id, as ranked chunks name it.
         self.paths = paths
         self.notes = set(paths.values())
+        # The pages of each attachment's chunk that has them, by chunk id: (first, last).
+        self.pages = pages or {}
 
     @classmethod
     async def open(cls, config: Config, db: Database) -> RetrieverRanker:
         async with db.pool.acquire() as connection:
             rows = await connection.fetch("SELECT id, path FROM vault_files")
-        return cls(build_retriever(config, db), {row["id"]: row["path"] for row in rows})
+            paged = await connection.fetch(
+                "SELECT id, page_start, coalesce(page_end, page_start) AS page_end FROM vault_chunks "
+                "WHERE page_start IS NOT NULL"
+            )
+        pages = {row["id"]: (row["page_start"], row["page_end"]) for row in paged}
+        return cls(build_retriever(config, db), {row["id"]: row["path"] for row in rows}, pages)
 
     def options(self, arm: Arm, now: str = "") -> RetrievalOptions:
         return RetrievalOptions.resolve(
@@ -90,8 +99,14 @@ class RetrieverRanker:
         except InvalidInput as error:
             raise ArmUnavailable(str(error)) from None
         _check(arm, ranking)
-        found = (self.paths.get(ranked.fused.candidate.file_id) for ranked in ranking.ranked)
-        return [path for path in found if path is not None]
+        hits = []
+        for ranked in ranking.ranked:
+            candidate = ranked.fused.candidate
+            path = self.paths.get(candidate.file_id)
+            if path is not None:
+                first, last = self.pages.get(candidate.chunk_id, (0, -1))
+                hits.append(ChunkHit(path, tuple(range(first, last + 1))))
+        return hits
 
 
 def _check(arm: Arm, ranking: Ranking) -> None:

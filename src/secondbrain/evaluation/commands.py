@@ -148,6 +148,11 @@ def as_dict(report: Report) -> dict:
         "kinds": report.kinds,
         "arms": {arm.name: arm.overall for arm in report.arms if not arm.unavailable},
         "per_kind": {arm.name: arm.per_kind for arm in report.arms if not arm.unavailable},
+        "types": report.types,
+        "per_type": {arm.name: arm.per_type for arm in report.arms if not arm.unavailable},
+        "page_recall@5": {
+            arm.name: arm.page_recall for arm in report.arms if not arm.unavailable and arm.page_recall is not None
+        },
         "unavailable": {arm.name: arm.unavailable for arm in report.arms if arm.unavailable},
         "seconds": {arm.name: round(arm.seconds, 2) for arm in report.arms if not arm.unavailable},
         "misses": {arm.name: [asdict(miss) for miss in arm.misses] for arm in report.arms if not arm.unavailable},
@@ -194,6 +199,24 @@ def show(report: Report, console: Console) -> None:
                     *(f"{arm.per_kind[k]['recall@5']:.2f} / {arm.per_kind[k]['mrr@10']:.2f}" for k in report.kinds),
                 )
         console.print(kinds)
+    if len(report.types) > 1:
+        types = Table(title="by type of file (recall@5 / ndcg@10)", title_justify="left")
+        types.add_column("arm")
+        for kind, count in report.types.items():
+            types.add_column(f"{kind} ({count})", justify="right")
+        for arm in report.arms:
+            if not arm.unavailable:
+                types.add_row(
+                    arm.name,
+                    *(f"{arm.per_type[k]['recall@5']:.2f} / {arm.per_type[k]['ndcg@10']:.2f}" for k in report.types),
+                )
+        console.print(types)
+    if report.paged:
+        scored = [f"{arm.name} {arm.page_recall:.3f}" for arm in report.arms if arm.page_recall is not None]
+        console.print(
+            f"page-level recall@5 ({counted(report.paged, 'question')} naming pages; a hit needs the right page): "
+            + ", ".join(scored)
+        )
     best = next((arm for arm in report.arms if arm.name == "hybrid" and not arm.unavailable), None)
     if best is not None and best.misses and report.questions <= 200:
         console.print("[bold]Missed by hybrid[/bold] (no expected note in the first 5):")

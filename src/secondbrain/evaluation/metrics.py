@@ -41,6 +41,22 @@ def per_question(questions: Sequence[Question], rankings: Mapping[str, Sequence[
     return values
 
 
+def page_recall(questions: Sequence[Question], page_rankings: Mapping[str, Sequence[str]], depth: int = 5) -> float:
+    """The mean recall@`depth` of the questions that name their pages, over pages (`Question.page_units`, ranked as
+    `page_rankings` has them): a hit needs the right page of the right file, not only the file."""
+    paged = [q for q in questions if q.pages]
+    if not paged:
+        return 0.0
+    qrels = [ir_measures.Qrel(q.id, unit, 1) for q in paged for unit in q.page_units]
+    run = [
+        ir_measures.ScoredDoc(q.id, unit, float(len(page_rankings[q.id]) - position))
+        for q in paged
+        for position, unit in enumerate(page_rankings.get(q.id, []))
+    ]
+    found = {metric.query_id: float(metric.value) for metric in ir_measures.iter_calc([R @ depth], qrels, run)}
+    return sum(found.get(q.id, 0.0) for q in paged) / len(paged)
+
+
 def mean(values: Mapping[str, Mapping[str, float]], ids: Sequence[str]) -> dict[str, float]:
     if not ids:
         return dict.fromkeys(MEASURES, 0.0)

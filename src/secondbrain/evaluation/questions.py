@@ -12,7 +12,7 @@ from secondbrain.errors import InvalidInput
 from secondbrain.llm import ChatMessage
 
 # The keys of a question line the evaluation reads.
-QUESTION_KEYS = frozenset({"id", "question", "expected", "history", "kind", "answer_hint", "now"})
+QUESTION_KEYS = frozenset({"id", "question", "expected", "history", "kind", "answer_hint", "now", "pages"})
 # Where a vault keeps its questions unless --qa names another file.
 DEFAULT_QA_FILE = Path(".secondbrain") / "eval.jsonl"
 
@@ -31,6 +31,19 @@ class Question:
     answer_hint: str = ""
     # When it is asked, ISO 8601 with its UTC offset: "last week" in it is read from then. "": the real clock.
     now: str = ""
+    # The pages (of a PDF, or a presentation's slides) that answer it, by expected file: page-level recall needs
+    # one of them. Empty when the question names none.
+    pages: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+    @property
+    def page_units(self) -> set[str]:
+        """Its pages as the units a page ranking names (`page_unit`)."""
+        return {page_unit(path, page) for path, numbers in self.pages.items() for page in numbers}
+
+
+def page_unit(path: str, page: int) -> str:
+    """One page of one file, as Obsidian links to it: `Manuals/Guide.pdf#page=12`."""
+    return f"{path}#page={page}"
 
 
 @dataclass
@@ -44,8 +57,8 @@ class QuestionSet:
 
 def load_qa(path: Path) -> QuestionSet:
     """Read a question file: one JSON object per line, `{"id", "question", "expected": [paths], "history"?,
-    "kind"?, "answer_hint"?, "now"?}`; other keys are ignored (and counted in `ignored`). Every problem names its
-    line."""
+    "kind"?, "answer_hint"?, "now"?, "pages"?: {path: [page, ...]}}`; other keys are ignored (and counted in
+    `ignored`). Every problem names its line."""
     if not path.is_file():
         raise InvalidInput(
             f"no question file at {path}: write one JSON object per line, such as "
@@ -98,7 +111,26 @@ def _question(raw: object, where: str, seen: set[str]) -> Question:
     if not isinstance(now, str) or (now and not _is_moment(now)):
         raise InvalidInput(f"{where}: 'now' must be ISO 8601 with its UTC offset, like \"2026-11-30T18:00:00+00:00\"")
     relevant = {path: (2 if i == 0 else 1) for i, path in reversed(list(enumerate(expected)))}
-    return Question(qid, text.strip(), relevant, tuple(history), kind, hint.strip(), now.strip())
+    pages = _pages(raw.get("pages"), expected, where)
+    return Question(qid, text.strip(), relevant, tuple(history), kind, hint.strip(), now.strip(), pages)
+
+
+def _pages(raw: object, expected: list[str], where: str) -> dict[str, tuple[int, ...]]:
+    if raw is None:
+        return {}
+    shape = f"{where}: 'pages' must map expected files to their page numbers, like {{\"Guide.pdf\": [12, 13]}}"
+    if not isinstance(raw, dict):
+        raise InvalidInput(shape)
+    pages: dict[str, tuple[int, ...]] = {}
+    for path, numbers in raw.items():
+        if path not in expected:
+            raise InvalidInput(f"{where}: 'pages' names {path!r}, which is not among 'expected'")
+        if not isinstance(numbers, list) or not numbers:
+            raise InvalidInput(shape)
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in numbers):
+            raise InvalidInput(shape)
+        pages[path] = tuple(numbers)
+    return pages
 
 
 def _is_moment(text: str) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Protocol
 
-from secondbrain.evaluation.questions import Question
+from secondbrain.evaluation.questions import Question, page_unit
 
 # Notes ranked per question: enough for Recall@100.
 DEPTH = 100
@@ -49,6 +49,22 @@ ARMS: dict[str, Arm] = {
 }
 
 
+@dataclass(frozen=True)
+class ChunkHit:
+    """A ranked chunk: its note's path, and the pages it comes from (an attachment's; none for a note's)."""
+
+    path: str
+    pages: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Rankings:
+    """One question's ranking under one arm: its notes, and its pages (`page_unit`s), best first."""
+
+    notes: list[str]
+    pages: list[str]
+
+
 class ArmUnavailable(Exception):
     """The arm cannot run here; the message says why."""
 
@@ -59,18 +75,20 @@ class ChunkRanker(Protocol):
     # The path of every note in the index.
     notes: Collection[str]
 
-    async def rank_chunks(self, question: Question, arm: Arm, depth: int) -> list[str]:
-        """The note of each of the first `depth` chunks ranked for `question` under `arm`, best first (a note once
-        for each of its chunks). Raises ArmUnavailable when a stage the arm needs did not run."""
+    async def rank_chunks(self, question: Question, arm: Arm, depth: int) -> list[ChunkHit]:
+        """The first `depth` chunks ranked for `question` under `arm`, best first (a note once for each of its
+        chunks). Raises ArmUnavailable when a stage the arm needs did not run."""
         ...
 
 
-async def rank_notes(ranker: ChunkRanker, question: Question, arm: Arm, depth: int = DEPTH) -> list[str]:
-    """The top `depth` note paths for `question` under `arm`, best first. Raises ArmUnavailable when a stage the arm
-    needs did not run."""
+async def rank(ranker: ChunkRanker, question: Question, arm: Arm, depth: int = DEPTH) -> Rankings:
+    """The top `depth` note paths for `question` under `arm`, best first, and the pages its chunks come from in the
+    same order. Raises ArmUnavailable when a stage the arm needs did not run."""
     notes: dict[str, None] = {}
-    for path in await ranker.rank_chunks(question, arm, depth * CHUNKS_PER_NOTE):
-        notes.setdefault(path, None)
-        if len(notes) >= depth:
-            break
-    return list(notes)
+    pages: dict[str, None] = {}
+    for hit in await ranker.rank_chunks(question, arm, depth * CHUNKS_PER_NOTE):
+        for page in hit.pages:
+            pages.setdefault(page_unit(hit.path, page), None)
+        if len(notes) < depth:
+            notes.setdefault(hit.path, None)
+    return Rankings(list(notes), list(pages))

@@ -22,7 +22,8 @@ from secondbrain.errors import InvalidInput
 from secondbrain.evaluation import metrics
 from secondbrain.evaluation.answers import AnswerReport
 from secondbrain.evaluation.questions import BeirDataset, Question, QuestionSet, note_path
-from secondbrain.evaluation.ranking import ARMS, ArmUnavailable, ChunkRanker, rank_notes
+from secondbrain.evaluation.ranking import ARMS, ArmUnavailable, ChunkRanker, rank
+from secondbrain.ingest.formats import kind_of
 from secondbrain.vault_config import EmbeddingSection, VaultConfig
 
 Progress = Callable[[str, int, int], None]
@@ -47,6 +48,10 @@ class ArmResult:
     seconds: float = 0.0
     # Each question's value of every measure, by question id: for paired comparisons between arms.
     per_question: dict[str, dict[str, float]] = field(default_factory=dict)
+    # By the type of file that answers it (its first expected one: note, PDF, image, canvas, ...).
+    per_type: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Recall@5 over pages, of the questions that name their pages; None when none does.
+    page_recall: float | None = None
 
 
 @dataclass
@@ -58,6 +63,9 @@ class Report:
     notes: list[str] = field(default_factory=list)
     # `--answers`: the answers the chat service gave, measured.
     answers: AnswerReport | None = None
+    # Questions by the type of file that answers them, and how many name their pages.
+    types: dict[str, int] = field(default_factory=dict)
+    paged: int = 0
 
 
 async def evaluate(ranker: ChunkRanker, questions: QuestionSet, arm_names: Sequence[str], progress: Progress) -> Report:
@@ -77,17 +85,31 @@ async def evaluate(ranker: ChunkRanker, questions: QuestionSet, arm_names: Seque
         arm = ARMS[name]
         started = time.perf_counter()
         rankings: dict[str, list[str]] = {}
+        page_rankings: dict[str, list[str]] = {}
         try:
             for done, question in enumerate(questions.questions):
                 progress(name, done, len(questions.questions))
-                rankings[question.id] = await rank_notes(ranker, question, arm)
+                ranked = await rank(ranker, question, arm)
+                rankings[question.id], page_rankings[question.id] = ranked.notes, ranked.pages
         except ArmUnavailable as error:
             results.append(ArmResult(name, arm.description, unavailable=str(error)))
             continue
         progress(name, len(questions.questions), len(questions.questions))
-        results.append(score_arm(name, arm.description, questions.questions, rankings, time.perf_counter() - started))
+        result = score_arm(name, arm.description, questions.questions, rankings, time.perf_counter() - started)
+        if any(q.pages for q in questions.questions):
+            result.page_recall = metrics.page_recall(questions.questions, page_rankings)
+        results.append(result)
     kinds = _kinds(questions.questions)
-    return Report(questions.name, len(questions.questions), {k: len(ids) for k, ids in kinds.items()}, results, notes)
+    types = _types(questions.questions)
+    return Report(
+        questions.name,
+        len(questions.questions),
+        {k: len(ids) for k, ids in kinds.items()},
+        results,
+        notes,
+        types={t: len(ids) for t, ids in types.items()},
+        paged=sum(1 for q in questions.questions if q.pages),
+    )
 
 
 def score_arm(
@@ -101,6 +123,7 @@ def score_arm(
         description,
         overall=metrics.mean(values, [q.id for q in questions]),
         per_kind={kind: metrics.mean(values, ids) for kind, ids in _kinds(questions).items()},
+        per_type={kind: metrics.mean(values, ids) for kind, ids in _types(questions).items()},
         misses=[_miss(q, rankings[q.id]) for q in questions if metrics.missed(q, rankings[q.id])],
         seconds=seconds,
         per_question=values,
@@ -112,6 +135,15 @@ def _kinds(questions: Sequence[Question]) -> dict[str, list[str]]:
     for question in questions:
         kinds.setdefault(question.kind, []).append(question.id)
     return dict(sorted(kinds.items()))
+
+
+def _types(questions: Sequence[Question]) -> dict[str, list[str]]:
+    """Question ids by the type of the file that best answers each (`formats.kind_of`: note, PDF, image, ...)."""
+    types: dict[str, list[str]] = {}
+    for question in questions:
+        best = max(question.relevant, key=lambda path: question.relevant[path])
+        types.setdefault(kind_of(best) or "other", []).append(question.id)
+    return dict(sorted(types.items()))
 
 
 def _miss(question: Question, ranked: list[str]) -> Miss:

@@ -308,6 +308,8 @@ class Passage(_message.Message):
     VIA_LINK_FIELD_NUMBER: _builtins.int
     DATE_FIELD_NUMBER: _builtins.int
     DATE_SOURCE_FIELD_NUMBER: _builtins.int
+    PAGE_START_FIELD_NUMBER: _builtins.int
+    PAGE_END_FIELD_NUMBER: _builtins.int
     number: _builtins.int
     """The number the model cites, starting at 1."""
     note_path: _builtins.str
@@ -342,6 +344,11 @@ class Passage(_message.Message):
     """Where its date was read: "file name", "front matter date" (or created,
     updated, modified), "heading", or "modification time" (the file's).
     """
+    page_start: _builtins.int
+    """The first and last page (a PDF's, or a presentation's slide) the passage
+    comes from; 0 for a note's passage, which has no pages.
+    """
+    page_end: _builtins.int
     @_builtins.property
     def heading_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The headings above the passage, outermost first."""
@@ -369,10 +376,12 @@ class Passage(_message.Message):
         via_link: _builtins.bool = ...,
         date: _builtins.str = ...,
         date_source: _builtins.str = ...,
+        page_start: _builtins.int = ...,
+        page_end: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_rerank_score", b"_rerank_score", "rerank_score", b"rerank_score"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank_score", b"_rerank_score", "chunk_indexes", b"chunk_indexes", "date", b"date", "date_source", b"date_source", "end_line", b"end_line", "fused_score", b"fused_score", "heading_path", b"heading_path", "lexical_rank", b"lexical_rank", "note_path", b"note_path", "note_title", b"note_title", "number", b"number", "rerank_score", b"rerank_score", "score", b"score", "start_line", b"start_line", "text", b"text", "vector_rank", b"vector_rank", "via_link", b"via_link"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_rerank_score", b"_rerank_score", "chunk_indexes", b"chunk_indexes", "date", b"date", "date_source", b"date_source", "end_line", b"end_line", "fused_score", b"fused_score", "heading_path", b"heading_path", "lexical_rank", b"lexical_rank", "note_path", b"note_path", "note_title", b"note_title", "number", b"number", "page_end", b"page_end", "page_start", b"page_start", "rerank_score", b"rerank_score", "score", b"score", "start_line", b"start_line", "text", b"text", "vector_rank", b"vector_rank", "via_link", b"via_link"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__rerank_score: _TypeAlias = _typing.Literal["rerank_score"]  # noqa: Y015
     _WhichOneofArgType__rerank_score: _TypeAlias = _typing.Literal["_rerank_score", b"_rerank_score"]  # noqa: Y015
