@@ -19,6 +19,7 @@ from secondbrain.mcp_server import build_server
 from secondbrain.note_tools import NOTE_TOOLS, NoteServices
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as retrieve_grpc
 from tests.command import run_secondbrain
+from tests.ingest import files_made
 
 DEMO_VAULT = Path(__file__).resolve().parents[1] / "demo" / "vault"
 KITCHEN = "Projects/Kitchen Renovation.md"
@@ -198,3 +199,30 @@ async def test_an_integer_argument_past_int32_is_a_tool_error_naming_the_bound(
     assert str(bound) in text and "unexpectedly" not in text, text
     logged = [record for record in caplog.records if record.levelno >= logging.ERROR or record.exc_info]
     assert logged == [], [record.getMessage() for record in logged]
+
+
+async def test_a_pdf_is_read_by_page_and_its_passages_say_their_page(service_env: dict[str, str], tmp_path) -> None:
+    vault = tmp_path / "vault"
+    files_made.write(vault, "Home.md", b"# Home\n\nThe boiler manual: ![[Manuals/Boiler manual.pdf]]\n")
+    pages = [["Contents"], ["Bleed the radiators before the annual service."], ["Pressure should read 1.5 bar."]]
+    files_made.write(vault, "Manuals/Boiler manual.pdf", files_made.pdf(pages))
+    env = {key: value for key, value in service_env.items() if not key.endswith("_API_KEY") and key != "OLLAMA_URL"}
+    env.update(SECONDBRAIN_CHAT_PORT="9", SECONDBRAIN_RETRIEVE_PORT="9", SECONDBRAIN_INGEST_PORT="9")
+    code, _, stderr = await run_secondbrain("ingest", str(vault), env=env)
+    assert code == 0, stderr
+    async with stdio_client(server(env)) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        third = await session.call_tool("read_note", {"path": "Manuals/Boiler manual.pdf", "page": 3})
+        assert not third.is_error, third.content[0].text
+        text = third.content[0].text
+        assert "## Page 3" in text and "1.5 bar" in text and "Bleed the radiators" not in text
+        beyond = await session.call_tool("read_note", {"path": "Manuals/Boiler manual.pdf", "page": 9})
+        assert beyond.is_error and "has no page 9 with text: its pages with text run from 1 to 3" in (
+            beyond.content[0].text
+        )
+        note = await session.call_tool("read_note", {"path": "Home.md", "page": 1})
+        assert note.is_error and "Home.md has no pages" in note.content[0].text
+        found = await session.call_tool("retrieve_passages", {"question": "what pressure should the boiler read"})
+        # Its neighbours on the pages before join it (three short pages): the label says the pages, not lines.
+        said = found.content[0].text
+        assert "[1] Manuals/Boiler manual.pdf > Page 1 … Page 3, pages 1-3\n" in said, said

@@ -23,6 +23,7 @@ from datetime import datetime
 from secondbrain.date_sources import MODIFIED, said
 from secondbrain.llm import ChatMessage, ChatRequest, SourcePassage
 from secondbrain.llm.tokens import MESSAGE_OVERHEAD_TOKENS, count_message_tokens, count_tokens, fit_history
+from secondbrain.note_tools.formatting import place
 from secondbrain.v1 import retrieval_pb2 as common
 
 DEFAULT_CONTEXT_WINDOW = 8192
@@ -52,16 +53,6 @@ def own_last_day(passage: common.Passage) -> str:
     if not passage.date or passage.date_source == MODIFIED:
         return ""
     return passage.date.rsplit("..", 1)[-1]
-
-
-def place(passage: common.Passage) -> str:
-    """Where in its file a passage is, as a person finds it: "page 12" (or "pages 12-13") in an attachment that
-    has pages, else "lines 4-9"."""
-    if passage.page_start:
-        if passage.page_end and passage.page_end != passage.page_start:
-            return f"pages {passage.page_start}-{passage.page_end}"
-        return f"page {passage.page_start}"
-    return f"lines {passage.start_line}-{passage.end_line}"
 
 
 def passage_heading(passage: common.Passage) -> str:

@@ -16,7 +16,8 @@ It is a door from the network into the vault's folder, so it serves far less tha
   (judged at the moment of opening, and opened without following any link, so one swapped in after the check is
   refused, not followed). A file with more than one hard link is refused: it may be a file from outside the vault
   given a name inside it, and nothing about it tells.
-- Only files an indexed note links to: the target resolves as Obsidian resolves an embed (an exact vault-relative
+- Only files the index holds (an attachment it read) or an indexed note links to: the target resolves as Obsidian
+  resolves an embed (an exact vault-relative
   path; else the file of that name or partial path next to the linking note, else the shortest such path), and the
   file it names must also be what some indexed note's own link (`vault_links`) resolves to, from that note. So
   nothing outside the index is served, not even a picture sitting in the vault that no note shows.
@@ -146,7 +147,8 @@ class AttachmentReader:
             raise NotFound(f"the vault has no file {wanted!r} (looked for as a note at {origin or 'the top'} names it)")
         if not await self._linked(path, listing):
             raise NotFound(
-                f"{path} is not linked or embedded by any indexed note; only files the notes link to are served"
+                f"{path} is not indexed, nor linked or embedded by any indexed note; only files the index holds or "
+                "its notes link to are served"
             )
         limit = config.ingest.max_attachment_bytes
         data = await asyncio.to_thread(_read, vault, listing.on_disk[path], path, ignore, limit)
@@ -160,8 +162,11 @@ class AttachmentReader:
         return Attachment(path, media_type, data)
 
     async def _linked(self, path: str, listing: Listing) -> bool:
-        """Whether some indexed note's link, resolved from that note, names `path`."""
+        """Whether `path` is indexed itself (an attachment whose passages a citation opens), or some indexed note's
+        link, resolved from that note, names it."""
         async with self.db.pool.acquire() as connection:
+            if await store.is_indexed(connection, path):
+                return True
             links = await store.links_naming(connection, _endings(path), MAX_LINKS_CHECKED)
         return any(listing.resolve(note_path(target), source) == path for source, target in links)
 

@@ -14,6 +14,7 @@ import pytest
 
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
+from tests.ingest import files_made
 from tests.ingest.conftest import Ingest
 
 
@@ -109,6 +110,8 @@ async def test_a_bare_name_resolves_beside_the_note_then_to_the_shortest_path(in
 
 
 async def test_a_file_no_indexed_note_links_to_is_not_served(ingest: Ingest) -> None:
+    # With attachments indexed, a picture is a file of the index itself (the next test); here they are not.
+    ingest.vault.configure(embedding={"provider": "openai", "batch_size": 16}, ingest={"attachments": False})
     put(ingest, "Assets/private.png", png())
     put(ingest, "Trips/pic.png", png())
     put(ingest, "Work/pic.png", png())
@@ -116,16 +119,25 @@ async def test_a_file_no_indexed_note_links_to_is_not_served(ingest: Ingest) -> 
     await ingest.sync()
     error = await refusal(ingest, "Assets/private.png")
     assert error.code() == grpc.StatusCode.NOT_FOUND
-    assert "not linked or embedded by any indexed note" in error.details()
+    assert "not indexed, nor linked or embedded by any indexed note" in error.details()
     # "pic.png" is a link's target, but written in Work/ it names Work/pic.png, which no note's link names.
     error = await refusal(ingest, "pic.png", "Work/Plan.md")
     assert error.code() == grpc.StatusCode.NOT_FOUND
-    assert "Work/pic.png is not linked" in error.details()
+    assert "Work/pic.png is not indexed, nor linked" in error.details()
     assert (await attachment(ingest, "pic.png", "Trips/Rome.md")).path == "Trips/pic.png"
     # A note that is deleted takes its links with it.
     (ingest.vault.root / "Trips/Rome.md").unlink()
     await ingest.sync()
     assert (await refusal(ingest, "Trips/pic.png")).code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_an_attachment_the_index_read_is_served_though_no_note_links_to_it(ingest: Ingest) -> None:
+    # A citation of a PDF's page opens the PDF itself: what the index holds is what may be read.
+    put(ingest, "Papers/memo.pdf", files_made.pdf([["Discount rates for 2024."]]))
+    ingest.vault.write("Home.md", "# Home\n")
+    await ingest.sync()
+    served = await attachment(ingest, "Papers/memo.pdf")
+    assert served.media_type == "application/pdf" and served.content.startswith(b"%PDF")
 
 
 async def test_a_missing_file_is_not_found(ingest: Ingest) -> None:

@@ -8,7 +8,7 @@ a queued file is claimed by one worker at a time, and taken over when its claim 
 """
 
 from secondbrain.ingest.store.index_settings import ensure_chunking, ensure_text_search_config, switch_model
-from secondbrain.ingest.store.links import links_naming
+from secondbrain.ingest.store.links import is_indexed, links_naming
 from secondbrain.ingest.store.notes import (
     ChunkRow,
     IndexedFile,
@@ -75,6 +75,7 @@ __all__ = [
     "finished_since",
     "forget_note",
     "index_status",
+    "is_indexed",
     "last_synced_vault",
     "links_naming",
     "mark_failed",

@@ -1,8 +1,17 @@
-"""The links the indexed notes make (`vault_links`), read to learn whether a note names a file of the vault."""
+"""The links the indexed notes make (`vault_links`), read to learn whether a note names a file of the vault, and
+whether a file is indexed itself (an attachment)."""
 
 from __future__ import annotations
 
 import asyncpg
+
+
+async def is_indexed(connection: asyncpg.Connection, path: str) -> bool:
+    """Whether the index holds the file at `path` (NFC) with its text: an attachment the index read."""
+    found = await connection.fetchval(
+        "SELECT 1 FROM vault_files WHERE path = $1 AND (status <> 'failed' OR body <> '')", path
+    )
+    return found is not None
 
 
 async def links_naming(connection: asyncpg.Connection, endings: list[str], limit: int) -> list[tuple[str, str]]:

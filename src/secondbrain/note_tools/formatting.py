@@ -48,7 +48,7 @@ def search_results(response: pb.SearchResponse, query: str) -> str:
 def passage_label(passage: common.Passage) -> str:
     heading = f" > {_heading(passage.heading_path)}" if passage.heading_path else ""
     when = f", {dated}" if (dated := said(passage.date, passage.date_source)) else ""
-    return f"[{passage.number}] {passage.note_path}{heading}, lines {passage.start_line}-{passage.end_line}{when}"
+    return f"[{passage.number}] {passage.note_path}{heading}, {place(passage)}{when}"
 
 
 def passages(found: Sequence[common.Passage], question: str) -> str:
@@ -57,6 +57,16 @@ def passages(found: Sequence[common.Passage], question: str) -> str:
     parts = [f"{counted(len(found), 'passage')} for {question!r}, best first. Cite them by number."]
     parts += [f"{passage_label(p)}\n{p.text}" for p in found]
     return "\n\n".join(parts)
+
+
+def place(passage: common.Passage) -> str:
+    """Where in its file a passage is, as a person finds it: "page 12" (or "pages 12-13") in an attachment that
+    has pages, else "lines 4-9"."""
+    if passage.page_start:
+        if passage.page_end and passage.page_end != passage.page_start:
+            return f"pages {passage.page_start}-{passage.page_end}"
+        return f"page {passage.page_start}"
+    return f"lines {passage.start_line}-{passage.end_line}"
 
 
 def note(response: pb.GetNoteResponse, read: common.Passage | None) -> str:

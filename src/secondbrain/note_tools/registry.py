@@ -10,6 +10,7 @@ error result, for MCP), in the sentences our API gives, so the model can correct
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -122,6 +123,11 @@ class ReadNote(_Arguments):
         default=0, description="The first line to read (e.g. a passage's start line); 0: the start."
     )
     end_line: LineNumber = Field(default=0, description="The last line to read, inclusive; 0: the end of the note.")
+    page: Annotated[int, Field(ge=0, le=INT32_MAX)] = Field(
+        default=0,
+        description="For a PDF (or a presentation's slide), the page to read, as passages give it ('page 12'); "
+        "0: by lines. Takes the place of start_line and end_line.",
+    )
 
 
 class ListNotes(_Filtered):
@@ -208,7 +214,10 @@ async def _retrieve_passages(services: NoteServices, args: RetrievePassages) -> 
 
 
 async def _read_note(services: NoteServices, args: ReadNote) -> Found:
-    request = pb.GetNoteRequest(path=args.path, start_line=args.start_line, end_line=args.end_line)
+    start_line, end_line = args.start_line, args.end_line
+    if args.page:
+        start_line, end_line = await _lines_of_page(services, args.path, args.page)
+    request = pb.GetNoteRequest(path=args.path, start_line=start_line, end_line=end_line)
     response = await services.retrieve.GetNote(request, timeout=CALL_TIMEOUT_SECONDS)
     read = common.Passage(
         note_path=response.path,
@@ -228,6 +237,28 @@ async def _read_note(services: NoteServices, args: ReadNote) -> Found:
         summary=summary,
         passages=(read,),
     )
+
+
+# The heading the index gives each page of a PDF ("## Page 12") and each slide ("## Slide 3: Results").
+_PAGE_HEADING = re.compile(r"^## (?:Page|Slide) (\d+)(?::.*)?$")
+
+
+async def _lines_of_page(services: NoteServices, path: str, page: int) -> tuple[int, int]:
+    """The lines of `page` in the text the index made of the attachment at `path` (a heading per page)."""
+    whole = await services.retrieve.GetNote(pb.GetNoteRequest(path=path), timeout=CALL_TIMEOUT_SECONDS)
+    starts: dict[int, int] = {}
+    for offset, line in enumerate(whole.text.split("\n")):
+        if found := _PAGE_HEADING.match(line):
+            starts.setdefault(int(found.group(1)), whole.start_line + offset)
+    if page not in starts:
+        if not starts:
+            raise ToolFailure(f"{whole.path} has no pages: read it by lines (it is a note, or a file without pages)")
+        raise ToolFailure(
+            f"{whole.path} has no page {page} with text: its pages with text run from {min(starts)} to "
+            f"{max(starts)} ({counted(len(starts), 'page')})"
+        )
+    later = [line for number, line in starts.items() if line > starts[page]]
+    return starts[page], (min(later) - 1 if later else 0)
 
 
 async def _list_notes(services: NoteServices, args: ListNotes) -> Found:
@@ -310,8 +341,9 @@ NOTE_TOOLS: dict[str, NoteTool] = {
         ),
         NoteTool(
             "read_note",
-            "Read a note's text, whole or a range of its lines (line numbers as passages give them). Use it to "
-            "read more around a passage or a whole note a search found.",
+            "Read a note's text, whole or a range of its lines (line numbers as passages give them), or a page of a "
+            "PDF the vault holds (its text, page by page). Use it to read more around a passage or a whole note a "
+            "search found.",
             ReadNote,
             _read_note,
         ),

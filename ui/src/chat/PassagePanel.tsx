@@ -7,12 +7,18 @@ import type { Passage } from "../gen/secondbrain/v1/retrieval_pb";
 import { DateChip } from "../DateChip";
 import { LazyMarkdown } from "../LazyMarkdown";
 import { obsidianUrl } from "../routes";
+import { OpenOriginal } from "../reader/OpenOriginal";
 import { OPENS_PASSAGE, ReaderLink } from "./Cite";
 import { useDialogFocus } from "./focus";
 import "./passage.css";
 
 
 function linesOf(passage: Passage): string {
+  if (passage.pageStart) {
+    return passage.pageEnd && passage.pageEnd !== passage.pageStart
+      ? `pages ${passage.pageStart}–${passage.pageEnd}`
+      : `page ${passage.pageStart}`;
+  }
   return passage.startLine === passage.endLine
     ? `line ${passage.startLine}`
     : `lines ${passage.startLine}–${passage.endLine}`;
@@ -67,6 +73,7 @@ export function PassagePanel({
           source={passage.dateSource}
           shownIn={[passage.notePath, passage.noteTitle, ...passage.headingPath]}
         />
+        <OpenOriginal path={passage.notePath} page={passage.pageStart || undefined} className="link" />
         {vaultName ? (
           <a className="obsidian" href={obsidianUrl(vaultName, passage.notePath)}>
             Open in Obsidian

@@ -12,6 +12,7 @@ import { NoteMarkdown, resolvedLinks } from "./NoteMarkdown";
 import { type LoadedNote, takeNote } from "./noteLoad";
 import { slug } from "./obsidian";
 import { Properties } from "./Properties";
+import { OpenOriginal } from "./OpenOriginal";
 import { RelatedNotes } from "./RelatedNotes";
 import "./reader.css";
 
@@ -27,6 +28,19 @@ function withoutTitle(text: string, title: string, firstLine: number): [string, 
   at += 1;
   while (at < lines.length && !lines[at].trim()) at += 1;
   return [lines.slice(at).join("\n"), firstLine + at];
+}
+
+// The page a cited passage of an attachment is on: the "## Page N" heading its first line is under, in the text the
+// index made of the PDF (a heading per page); undefined for a note, or when nothing is cited.
+function citedPage(body: string, firstLine: number, cited?: [number, number]): number | undefined {
+  if (!cited) return undefined;
+  const lines = body.split("\n");
+  let page: number | undefined;
+  for (let at = 0; at < lines.length && firstLine + at <= cited[0]; at += 1) {
+    const heading = /^## Page (\d+)\s*$/.exec(lines[at]);
+    if (heading) page = Number(heading[1]);
+  }
+  return page;
 }
 
 function Breadcrumbs({ path }: { path: string }) {
@@ -142,6 +156,7 @@ export function ReaderPage({ onUnauthenticated }: { onUnauthenticated: () => voi
             <Link className="button primary" to={chatUrl(undefined, note.path)}>
               Ask about this note
             </Link>
+            <OpenOriginal path={note.path} page={citedPage(body, bodyLine, cited)} />
             {vault ? (
               <a className="button" href={obsidianUrl(vault, note.path)}>
                 Open in Obsidian
