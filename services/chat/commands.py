@@ -23,6 +23,7 @@ from secondbrain.cli.terminal import MarkdownStream, hanging, stdout_console
 from secondbrain.config import Config
 from secondbrain.date_sources import said
 from secondbrain.errors import Unavailable
+from secondbrain.note_tools.formatting import located
 from secondbrain.service.access import connect, streaming
 from secondbrain.v1 import retrieval_pb2 as common
 
@@ -118,7 +119,7 @@ async def run_ask(
     for passage in shown:
         where = " > ".join([passage.note_title, *passage.heading_path])
         dated = said(passage.date, passage.date_source)
-        lines = f"{passage.note_path}:{passage.start_line}-{passage.end_line}{', ' + dated if dated else ''}"
+        lines = f"{located(passage)}{', ' + dated if dated else ''}"
         out.print(hanging(out, f"  [{passage.number}]", Text.assemble(where, "  ", (lines, "dim"))))
     if conversation is not None:
         err.print(f"[dim]Conversation {conversation}: continue it with --conversation {conversation}[/dim]")

@@ -104,6 +104,7 @@ class RetrieveClient:
                 date_from=scope.date_from,
                 date_to=scope.date_to,
                 notes=list(scope.notes),
+                file_types=list(scope.file_types),
             ),
             now=scope.now,
             options=pb.RetrieveOptions(

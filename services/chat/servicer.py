@@ -110,7 +110,7 @@ def scope_from(request: pb.SendMessageRequest | pb.AnswerRequest) -> Scope:
     """The turn's scope, checked by retrieve's own rules before the turn starts: a bad date or now is refused with
     nothing stored, not an error after the question is."""
     filters = request.filters
-    Filters.parse(filters.folders, filters.tags, filters.date_from, filters.date_to, filters.notes)
+    Filters.parse(filters.folders, filters.tags, filters.date_from, filters.date_to, filters.notes, filters.file_types)
     parse_now(request.now)
     return Scope(
         tuple(filters.folders),
@@ -119,6 +119,7 @@ def scope_from(request: pb.SendMessageRequest | pb.AnswerRequest) -> Scope:
         filters.date_to,
         request.now,
         notes=tuple(filters.notes),
+        file_types=tuple(filters.file_types),
     )
 
 

@@ -71,6 +71,8 @@ class Scope:
     now: str = ""
     # The notes a turn is kept to ("ask about this note": the note and the notes it links to); empty: every note.
     notes: tuple[str, ...] = ()
+    # The types of file a turn is kept to (note, pdf, image, ...); empty: every type.
+    file_types: tuple[str, ...] = ()
 
 
 # A turn with nothing narrowing it: every note, the server's clock.

@@ -7,7 +7,7 @@ import hashlib
 from dataclasses import dataclass
 
 from secondbrain.errors import FailedPrecondition
-from secondbrain.ingest.formats import suffix_of
+from secondbrain.file_kinds import suffix_of
 from secondbrain.ingest.formats.base import Limits, Rendering, render
 from secondbrain.ingest.formats.worker import Bounds, worker_for
 from secondbrain.ingest.vault_walk import VaultFile

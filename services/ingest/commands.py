@@ -25,7 +25,7 @@ from rich.text import Text
 
 from secondbrain.cli.terminal import hanging, stderr_console, stdout_console
 from secondbrain.config import Config
-from secondbrain.ingest.formats import PLURALS, kind_of
+from secondbrain.file_kinds import PLURALS, kind_of
 from secondbrain.ingest.v1 import ingest_service_pb2 as pb
 from secondbrain.ingest.v1 import ingest_service_pb2_grpc as pb_grpc
 from secondbrain.service.access import connect, in_process, streaming

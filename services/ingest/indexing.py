@@ -20,12 +20,12 @@ from secondbrain.db import Database
 from secondbrain.db.database import lost_database
 from secondbrain.embedding.base import Embedder
 from secondbrain.errors import FailedPrecondition, InvalidInput, NotFound, SecondbrainError
+from secondbrain.file_kinds import is_attachment
 from secondbrain.ingest import store
 from secondbrain.ingest.attachment_text import AttachmentText, attachment_text, content_hash, read_attachment_bytes
 from secondbrain.ingest.chunker import Chunk, ChunkBudget, TooManyChunks, chunk_note
 from secondbrain.ingest.enrich import Contextualizer
 from secondbrain.ingest.events import FileDone, Outcome, Totals
-from secondbrain.ingest.formats import is_attachment
 from secondbrain.ingest.formats.base import Rendering, Unreadable
 from secondbrain.ingest.note import ParsedNote, parse_note
 from secondbrain.ingest.note_dates import DateSpan, note_date, passage_date

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from secondbrain.errors import FailedPrecondition, InvalidInput
-from secondbrain.ingest.formats import is_attachment
+from secondbrain.file_kinds import is_attachment
 from secondbrain.ingest.ignore_patterns import ignore_pattern
 from secondbrain.ingest.note_paths import name_problem, note_path, path_length_problem, spelled_out
 from secondbrain.vault_files import read_inside

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from secondbrain.errors import FailedPrecondition, SecondbrainError
+from secondbrain.file_kinds import is_attachment
 from secondbrain.ingest.events import FileDone, Outcome
-from secondbrain.ingest.formats import is_attachment
 from secondbrain.ingest.note_paths import note_path
 from secondbrain.ingest.pipeline import Ingestor, SyncBusy
 

@@ -18,6 +18,7 @@ from rich.text import Text
 from secondbrain.cli.terminal import hanging, markdown, snippet_text, stdout_console
 from secondbrain.config import Config
 from secondbrain.date_sources import said
+from secondbrain.note_tools.formatting import located
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as pb_grpc
 from secondbrain.service.access import connect, streaming
@@ -39,16 +40,20 @@ def retrieve_service(
     return connect(config, "retrieve", address, pb_grpc.RetrieveServiceStub, console)
 
 
-def _filters(folders: list[str], tags: list[str], since: str = "", until: str = "") -> common.RetrievalFilters:
-    return common.RetrievalFilters(folders=folders, tags=tags, date_from=since, date_to=until)
+def _filters(
+    folders: list[str], tags: list[str], since: str = "", until: str = "", file_types: list[str] | None = None
+) -> common.RetrievalFilters:
+    return common.RetrievalFilters(
+        folders=folders, tags=tags, date_from=since, date_to=until, file_types=file_types or []
+    )
 
 
 async def run_search(
     config: Config, query: str, *, mode: str, folders: list[str], tags: list[str], since: str = "", until: str = "",
-    limit: int, address: str | None, as_json: bool,
+    limit: int, address: str | None, as_json: bool, file_types: list[str] | None = None,
 ) -> None:  # fmt: skip
     console = stdout_console()
-    filters = _filters(folders, tags, since, until)
+    filters = _filters(folders, tags, since, until, file_types)
     request = pb.SearchRequest(query=query, mode=SEARCH_MODES[mode], filters=filters, limit=limit)
     async with retrieve_service(config, address, Console(stderr=True)) as retrieve:
         response = await retrieve.Search(request, timeout=60)
@@ -80,7 +85,7 @@ async def run_search(
 async def run_retrieve(
     config: Config, question: str, *, mode: str, folders: list[str], tags: list[str], since: str = "",
     until: str = "", now: str = "", passages: int, condense: bool, rerank: bool | None, address: str | None,
-    as_json: bool,
+    as_json: bool, file_types: list[str] | None = None,
 ) -> None:  # fmt: skip
     console = stdout_console()
     options = pb.RetrieveOptions(max_passages=passages, mode=RETRIEVAL_MODES[mode], condense=condense)
@@ -89,7 +94,7 @@ async def run_retrieve(
     # The terminal's own clock and zone unless told a moment: "yesterday" in the question is the asker's yesterday.
     now = now or datetime.now().astimezone().isoformat(timespec="seconds")
     request = pb.RetrieveRequest(
-        query=question, filters=_filters(folders, tags, since, until), options=options, now=now
+        query=question, filters=_filters(folders, tags, since, until, file_types), options=options, now=now
     )
     async with (
         retrieve_service(config, address, Console(stderr=True)) as retrieve,
@@ -119,7 +124,7 @@ async def run_retrieve(
         console.print("No passages found.")
     for passage in found:
         where = " > ".join([passage.note_title, *passage.heading_path])
-        lines = f"{passage.note_path}:{passage.start_line}-{passage.end_line}"
+        lines = located(passage)
         console.print()
         console.print(hanging(console, f"[{passage.number}]", Text.assemble((where, "bold"), "  ", (lines, "dim"))))
         console.print(markdown(console, passage.text.strip()))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 from secondbrain.errors import InvalidInput
+from secondbrain.file_kinds import FILTER_TYPES
 
 MAX_FILTERS = 20
 # A note and the notes it links to ("ask about this note") are often more than 20; 200 paths of a few dozen characters
@@ -31,6 +32,13 @@ class Filters:
     date_from: date | None = None
     date_to: date | None = None
     notes: tuple[str, ...] = ()
+    # Types of file (file_kinds.FILTER_TYPES: note, pdf, image, ...), lower case.
+    file_types: tuple[str, ...] = ()
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        """The file extensions the file types select."""
+        return tuple(suffix for kind in self.file_types for suffix in FILTER_TYPES[kind])
 
     @classmethod
     def parse(
@@ -40,6 +48,7 @@ class Filters:
         date_from: str = "",
         date_to: str = "",
         notes: Sequence[str] = (),
+        file_types: Sequence[str] = (),
     ) -> Filters:
         """Validated filters; InvalidInput names the value that is wrong and how to write it."""
         if len(folders) > MAX_FILTERS or len(tags) > MAX_FILTERS:
@@ -69,10 +78,23 @@ class Filters:
         if first and last and first > last:
             raise InvalidInput(f"date_from {first.isoformat()} is after date_to {last.isoformat()}; swap them")
         clean_notes = tuple(dict.fromkeys(_note_path(note) for note in notes))
-        return cls(tuple(dict.fromkeys(clean_folders)), tuple(dict.fromkeys(clean_tags)), first, last, clean_notes)
+        clean_types = []
+        for kind in file_types:
+            value = kind.strip().lower()
+            if value not in FILTER_TYPES:
+                raise InvalidInput(f"file type filter {kind!r} is not a type of file: use {', '.join(FILTER_TYPES)}")
+            clean_types.append(value)
+        return cls(
+            tuple(dict.fromkeys(clean_folders)),
+            tuple(dict.fromkeys(clean_tags)),
+            first,
+            last,
+            clean_notes,
+            tuple(dict.fromkeys(clean_types)),
+        )
 
     def __bool__(self) -> bool:
-        return bool(self.folders or self.tags or self.date_from or self.date_to or self.notes)
+        return bool(self.folders or self.tags or self.date_from or self.date_to or self.notes or self.file_types)
 
 
 def _note_path(path: str) -> str:

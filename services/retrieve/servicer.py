@@ -52,7 +52,12 @@ LIST_ORDERS: dict[pb.ListOrder.ValueType, str] = {
 
 def filters_from(message: common.RetrievalFilters) -> Filters:
     return Filters.parse(
-        list(message.folders), list(message.tags), message.date_from, message.date_to, list(message.notes)
+        list(message.folders),
+        list(message.tags),
+        message.date_from,
+        message.date_to,
+        list(message.notes),
+        list(message.file_types),
     )
 
 
@@ -98,6 +103,7 @@ def plan_message(plan: Plan) -> common.RetrievalPlan:
             date_from=plan.filters.date_from.isoformat() if plan.filters.date_from else "",
             date_to=plan.filters.date_to.isoformat() if plan.filters.date_to else "",
             notes=list(plan.filters.notes),
+            file_types=list(plan.filters.file_types),
         ),
         mode=MODE_VALUES[plan.mode],
         vector_arm_ran=plan.vector_arm_ran,

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from secondbrain.ingest.formats import is_attachment, kind_of, processor
+from secondbrain.file_kinds import is_attachment, kind_of
+from secondbrain.ingest.formats import processor
 from secondbrain.ingest.formats.base import Extracted, Limits, Part, Unreadable, escape_plain, render
 from secondbrain.ingest.formats.worker import Bounds, Worker
 from secondbrain.ingest.note import parse_note

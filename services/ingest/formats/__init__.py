@@ -1,6 +1,6 @@
 """Attachments: the files of a vault that are not notes, one processor per format over a shared base (`base`).
 
-`extract` reads a file's bytes in a worker process bounded in time and memory (`worker`), so a hostile file (a PDF
+`worker.Worker.extract` reads a file's bytes in a process bounded in time and memory, so a hostile file (a PDF
 bomb, a zip bomb, a picture claiming a billion pixels) fails alone with its reason and never takes ingest with it.
 """
 
@@ -9,38 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from secondbrain.ingest.formats.base import Extracted, Limits
-
-# The file types indexed beside notes, by extension, and what a person calls each (`status` counts them so).
-KINDS: dict[str, str] = {
-    ".pdf": "PDF",
-    ".png": "image",
-    ".jpg": "image",
-    ".jpeg": "image",
-    ".webp": "image",
-    ".canvas": "canvas",
-    ".docx": "Word document",
-    ".pptx": "presentation",
-    ".xlsx": "spreadsheet",
-}
-# The plural of each kind that does not just add an s.
-PLURALS = {"canvas": "canvases"}
-
-
-def suffix_of(name: str) -> str:
-    dot = name.rfind(".")
-    return name[dot:].lower() if dot > name.rfind("/") else ""
-
-
-def is_attachment(name: str) -> bool:
-    """Whether the vault file `name` is indexed as an attachment (by its extension)."""
-    return suffix_of(name) in KINDS
-
-
-def kind_of(name: str) -> str:
-    """'note' for markdown, else the attachment's kind ('PDF', 'image', 'presentation', ...), else ''."""
-    if name.lower().endswith(".md"):
-        return "note"
-    return KINDS.get(suffix_of(name), "")
 
 
 def processor(suffix: str) -> Callable[[bytes, Limits], Extracted]:

@@ -141,44 +141,42 @@ async def write_note(connection: asyncpg.Connection, note: NoteRow) -> int:
         await connection.execute("DELETE FROM vault_chunks WHERE file_id = $1", file_id)
         await connection.execute("DELETE FROM vault_links WHERE file_id = $1", file_id)
         if note.chunks:
-            await connection.copy_records_to_table(
-                "vault_chunks",
-                columns=[
-                    "file_id",
-                    "chunk_index",
-                    "heading_path",
-                    "start_line",
-                    "end_line",
-                    "content",
-                    "context",
-                    "token_count",
-                    "embedding",
-                    "date_start",
-                    "date_end",
-                    "date_source",
-                    "page_start",
-                    "page_end",
-                ],
-                records=[
-                    (
-                        file_id,
-                        c.index,
-                        list(c.heading_path),
-                        c.start_line,
-                        c.end_line,
-                        c.content,
-                        c.context,
-                        c.token_count,
-                        c.embedding,
-                        c.date.start if c.date else None,
-                        c.date.end if c.date else None,
-                        c.date.source if c.date else "",
-                        c.page_start,
-                        c.page_end,
-                    )
-                    for c in note.chunks
-                ],
-            )
+            columns = [
+                "file_id",
+                "chunk_index",
+                "heading_path",
+                "start_line",
+                "end_line",
+                "content",
+                "context",
+                "token_count",
+                "embedding",
+                "date_start",
+                "date_end",
+                "date_source",
+            ]
+            records = [
+                (
+                    file_id,
+                    c.index,
+                    list(c.heading_path),
+                    c.start_line,
+                    c.end_line,
+                    c.content,
+                    c.context,
+                    c.token_count,
+                    c.embedding,
+                    c.date.start if c.date else None,
+                    c.date.end if c.date else None,
+                    c.date.source if c.date else "",
+                )
+                for c in note.chunks
+            ]
+            # Pages only where there are some (an attachment's chunks): a note's are NULL, the columns' default.
+            if any(c.page_start is not None for c in note.chunks):
+                columns += ["page_start", "page_end"]
+                records = [(*record, c.page_start, c.page_end) for record, c in zip(records, note.chunks, strict=True)]
+            await connection.copy_records_to_table("vault_chunks", columns=columns, records=records)
         if note.links:
             await connection.copy_records_to_table(
                 "vault_links",

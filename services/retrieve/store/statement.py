@@ -37,9 +37,9 @@ class Params:
 
     def filters(self, filters: Filters, file_alias: str, chunk_alias: str | None = None) -> str:
         """A boolean SQL expression over the `vault_files` row `file_alias`: the note is one of the notes named, is
-        under one of the folders and carries one of the tags or a child of it (case-insensitively), and has a
-        passage dated within the range (the `vault_chunks` row `chunk_alias` itself is, when given); "true" without
-        filters."""
+        of one of the file types, is under one of the folders and carries one of the tags or a child of it
+        (case-insensitively), and has a passage dated within the range (the `vault_chunks` row `chunk_alias` itself
+        is, when given); "true" without filters."""
         clauses: list[str] = []
         if filters.notes:
             # First: `path` is unique, so the planner can start from the named notes' rows.
@@ -60,6 +60,9 @@ class Params:
         if filters.folders:
             folders = self.add([like_escape(folder + "/") + "%" for folder in filters.folders])
             clauses.append(f"{file_alias}.path LIKE ANY({folders}::text[])")
+        if filters.file_types:
+            suffixes = self.add(["%" + like_escape(suffix) for suffix in filters.suffixes])
+            clauses.append(f"lower({file_alias}.path) LIKE ANY({suffixes}::text[])")
         if filters.tags:
             exact = self.add(list(filters.tags))
             children = self.add([like_escape(tag + "/") + "%" for tag in filters.tags])

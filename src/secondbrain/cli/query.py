@@ -20,6 +20,15 @@ TagOption = Annotated[
     typer.Option("--tag", help="Only notes with this tag or a child of it (repeatable).", show_default=False),
 ]
 
+TypeOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--type",
+        help="Only files of this type (repeatable): note, pdf, image, canvas, word, presentation, spreadsheet.",
+        show_default=False,
+    ),
+]
+
 
 def day(text: str) -> str:
     """A --since / --until value: a day as YYYY-MM-DD, said plainly when it is not one."""
@@ -101,6 +110,7 @@ def search(
     ] = "hybrid",
     folder: FolderOption = None,
     tag: TagOption = None,
+    file_type: TypeOption = None,
     since: SinceOption = "",
     until: UntilOption = "",
     limit: Annotated[int, typer.Option(help="Most notes to list.", min=1, max=100)] = 10,
@@ -118,6 +128,7 @@ def search(
             mode=mode,
             folders=folder or [],
             tags=tag or [],
+            file_types=file_type or [],
             since=since,
             until=until,
             limit=limit,
@@ -133,6 +144,7 @@ def retrieve(
     mode: Annotated[Mode, typer.Option(help="Which arms run.")] = "hybrid",
     folder: FolderOption = None,
     tag: TagOption = None,
+    file_type: TypeOption = None,
     since: SinceOption = "",
     until: UntilOption = "",
     now: NowOption = "",
@@ -154,6 +166,7 @@ def retrieve(
             mode=mode,
             folders=folder or [],
             tags=tag or [],
+            file_types=file_type or [],
             since=since,
             until=until,
             now=now,

@@ -23,7 +23,7 @@ from secondbrain.evaluation import metrics
 from secondbrain.evaluation.answers import AnswerReport
 from secondbrain.evaluation.questions import BeirDataset, Question, QuestionSet, note_path
 from secondbrain.evaluation.ranking import ARMS, ArmUnavailable, ChunkRanker, rank
-from secondbrain.ingest.formats import kind_of
+from secondbrain.file_kinds import kind_of
 from secondbrain.vault_config import EmbeddingSection, VaultConfig
 
 Progress = Callable[[str, int, int], None]

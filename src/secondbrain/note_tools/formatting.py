@@ -69,6 +69,14 @@ def place(passage: common.Passage) -> str:
     return f"lines {passage.start_line}-{passage.end_line}"
 
 
+def located(passage: common.Passage) -> str:
+    """A passage's file and place, for a terminal: `Notes/Plan.md:12-18` (as grep and editors take it), or
+    `Manuals/Guide.pdf, page 12` in an attachment with pages."""
+    if passage.page_start:
+        return f"{passage.note_path}, {place(passage)}"
+    return f"{passage.note_path}:{passage.start_line}-{passage.end_line}"
+
+
 def note(response: pb.GetNoteResponse, read: common.Passage | None) -> str:
     """The lines read, as `read` holds them (the response's, or fewer when a reader's context had no room for
     all); a number when the reader gave the passage one."""

@@ -24,31 +24,31 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1esecondbrain/v1/retrieval.proto\x12\x0esecondbrain.v1\"L\n\x0eHistoryMessage\x12)\n\x04role\x18\x01 \x01(\x0e\x32\x1b.secondbrain.v1.MessageRole\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"d\n\x10RetrievalFilters\x12\x0f\n\x07\x66olders\x18\x01 \x03(\t\x12\x0c\n\x04tags\x18\x02 \x03(\t\x12\x11\n\tdate_from\x18\x03 \x01(\t\x12\x0f\n\x07\x64\x61te_to\x18\x04 \x01(\t\x12\r\n\x05notes\x18\x05 \x03(\t\"E\n\x0cPlannedQuery\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\'\n\x04kind\x18\x02 \x01(\x0e\x32\x19.secondbrain.v1.QueryKind\"\xfd\x02\n\rRetrievalPlan\x12-\n\x07queries\x18\x01 \x03(\x0b\x32\x1c.secondbrain.v1.PlannedQuery\x12\x31\n\x07\x66ilters\x18\x02 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\x12+\n\x04mode\x18\x03 \x01(\x0e\x32\x1d.secondbrain.v1.RetrievalMode\x12\x16\n\x0evector_arm_ran\x18\x04 \x01(\x08\x12!\n\x19vector_arm_skipped_reason\x18\x05 \x01(\t\x12\x1f\n\x17\x63ondense_skipped_reason\x18\x06 \x01(\t\x12\x10\n\x08reranked\x18\x07 \x01(\x08\x12\x1d\n\x15rerank_skipped_reason\x18\x08 \x01(\t\x12\x17\n\x0f\x65mbedding_model\x18\t \x01(\t\x12\x14\n\x0cmax_passages\x18\n \x01(\x05\x12\x0c\n\x04time\x18\x0b \x01(\t\x12\x13\n\x0b\x64\x61ted_range\x18\x0c \x01(\x08\"\xf7\x02\n\x07Passage\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x11\n\tnote_path\x18\x02 \x01(\t\x12\x12\n\nnote_title\x18\x03 \x01(\t\x12\x14\n\x0cheading_path\x18\x04 \x03(\t\x12\x12\n\nstart_line\x18\x05 \x01(\x05\x12\x10\n\x08\x65nd_line\x18\x06 \x01(\x05\x12\x0c\n\x04text\x18\x07 \x01(\t\x12\r\n\x05score\x18\x08 \x01(\x01\x12\x15\n\rchunk_indexes\x18\t \x03(\x05\x12\x14\n\x0clexical_rank\x18\n \x01(\x05\x12\x13\n\x0bvector_rank\x18\x0b \x01(\x05\x12\x13\n\x0b\x66used_score\x18\x0c \x01(\x01\x12\x19\n\x0crerank_score\x18\r \x01(\x01H\x00\x88\x01\x01\x12\x10\n\x08via_link\x18\x0e \x01(\x08\x12\x0c\n\x04\x64\x61te\x18\x0f \x01(\t\x12\x13\n\x0b\x64\x61te_source\x18\x10 \x01(\t\x12\x12\n\npage_start\x18\x11 \x01(\x05\x12\x10\n\x08page_end\x18\x12 \x01(\x05\x42\x0f\n\r_rerank_score\"2\n\x0bStageTiming\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x14\n\x0cmilliseconds\x18\x02 \x01(\x01\"\x97\x01\n\x0fRetrievalResult\x12+\n\x04plan\x18\x01 \x01(\x0b\x32\x1d.secondbrain.v1.RetrievalPlan\x12)\n\x08passages\x18\x02 \x03(\x0b\x32\x17.secondbrain.v1.Passage\x12,\n\x07timings\x18\x03 \x03(\x0b\x32\x1b.secondbrain.v1.StageTiming*\x81\x01\n\rRetrievalMode\x12\x1e\n\x1aRETRIEVAL_MODE_UNSPECIFIED\x10\x00\x12\x19\n\x15RETRIEVAL_MODE_HYBRID\x10\x01\x12\x1a\n\x16RETRIEVAL_MODE_LEXICAL\x10\x02\x12\x19\n\x15RETRIEVAL_MODE_VECTOR\x10\x03*\x91\x01\n\tQueryKind\x12\x1a\n\x16QUERY_KIND_UNSPECIFIED\x10\x00\x12\x17\n\x13QUERY_KIND_ORIGINAL\x10\x01\x12\x18\n\x14QUERY_KIND_CONDENSED\x10\x02\x12\x18\n\x14QUERY_KIND_ALTERNATE\x10\x03\x12\x1b\n\x17QUERY_KIND_WITH_HISTORY\x10\x04*^\n\x0bMessageRole\x12\x1c\n\x18MESSAGE_ROLE_UNSPECIFIED\x10\x00\x12\x15\n\x11MESSAGE_ROLE_USER\x10\x01\x12\x1a\n\x16MESSAGE_ROLE_ASSISTANT\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1esecondbrain/v1/retrieval.proto\x12\x0esecondbrain.v1\"L\n\x0eHistoryMessage\x12)\n\x04role\x18\x01 \x01(\x0e\x32\x1b.secondbrain.v1.MessageRole\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"x\n\x10RetrievalFilters\x12\x0f\n\x07\x66olders\x18\x01 \x03(\t\x12\x0c\n\x04tags\x18\x02 \x03(\t\x12\x11\n\tdate_from\x18\x03 \x01(\t\x12\x0f\n\x07\x64\x61te_to\x18\x04 \x01(\t\x12\r\n\x05notes\x18\x05 \x03(\t\x12\x12\n\nfile_types\x18\x06 \x03(\t\"E\n\x0cPlannedQuery\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\'\n\x04kind\x18\x02 \x01(\x0e\x32\x19.secondbrain.v1.QueryKind\"\xfd\x02\n\rRetrievalPlan\x12-\n\x07queries\x18\x01 \x03(\x0b\x32\x1c.secondbrain.v1.PlannedQuery\x12\x31\n\x07\x66ilters\x18\x02 \x01(\x0b\x32 .secondbrain.v1.RetrievalFilters\x12+\n\x04mode\x18\x03 \x01(\x0e\x32\x1d.secondbrain.v1.RetrievalMode\x12\x16\n\x0evector_arm_ran\x18\x04 \x01(\x08\x12!\n\x19vector_arm_skipped_reason\x18\x05 \x01(\t\x12\x1f\n\x17\x63ondense_skipped_reason\x18\x06 \x01(\t\x12\x10\n\x08reranked\x18\x07 \x01(\x08\x12\x1d\n\x15rerank_skipped_reason\x18\x08 \x01(\t\x12\x17\n\x0f\x65mbedding_model\x18\t \x01(\t\x12\x14\n\x0cmax_passages\x18\n \x01(\x05\x12\x0c\n\x04time\x18\x0b \x01(\t\x12\x13\n\x0b\x64\x61ted_range\x18\x0c \x01(\x08\"\xf7\x02\n\x07Passage\x12\x0e\n\x06number\x18\x01 \x01(\x05\x12\x11\n\tnote_path\x18\x02 \x01(\t\x12\x12\n\nnote_title\x18\x03 \x01(\t\x12\x14\n\x0cheading_path\x18\x04 \x03(\t\x12\x12\n\nstart_line\x18\x05 \x01(\x05\x12\x10\n\x08\x65nd_line\x18\x06 \x01(\x05\x12\x0c\n\x04text\x18\x07 \x01(\t\x12\r\n\x05score\x18\x08 \x01(\x01\x12\x15\n\rchunk_indexes\x18\t \x03(\x05\x12\x14\n\x0clexical_rank\x18\n \x01(\x05\x12\x13\n\x0bvector_rank\x18\x0b \x01(\x05\x12\x13\n\x0b\x66used_score\x18\x0c \x01(\x01\x12\x19\n\x0crerank_score\x18\r \x01(\x01H\x00\x88\x01\x01\x12\x10\n\x08via_link\x18\x0e \x01(\x08\x12\x0c\n\x04\x64\x61te\x18\x0f \x01(\t\x12\x13\n\x0b\x64\x61te_source\x18\x10 \x01(\t\x12\x12\n\npage_start\x18\x11 \x01(\x05\x12\x10\n\x08page_end\x18\x12 \x01(\x05\x42\x0f\n\r_rerank_score\"2\n\x0bStageTiming\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x14\n\x0cmilliseconds\x18\x02 \x01(\x01\"\x97\x01\n\x0fRetrievalResult\x12+\n\x04plan\x18\x01 \x01(\x0b\x32\x1d.secondbrain.v1.RetrievalPlan\x12)\n\x08passages\x18\x02 \x03(\x0b\x32\x17.secondbrain.v1.Passage\x12,\n\x07timings\x18\x03 \x03(\x0b\x32\x1b.secondbrain.v1.StageTiming*\x81\x01\n\rRetrievalMode\x12\x1e\n\x1aRETRIEVAL_MODE_UNSPECIFIED\x10\x00\x12\x19\n\x15RETRIEVAL_MODE_HYBRID\x10\x01\x12\x1a\n\x16RETRIEVAL_MODE_LEXICAL\x10\x02\x12\x19\n\x15RETRIEVAL_MODE_VECTOR\x10\x03*\x91\x01\n\tQueryKind\x12\x1a\n\x16QUERY_KIND_UNSPECIFIED\x10\x00\x12\x17\n\x13QUERY_KIND_ORIGINAL\x10\x01\x12\x18\n\x14QUERY_KIND_CONDENSED\x10\x02\x12\x18\n\x14QUERY_KIND_ALTERNATE\x10\x03\x12\x1b\n\x17QUERY_KIND_WITH_HISTORY\x10\x04*^\n\x0bMessageRole\x12\x1c\n\x18MESSAGE_ROLE_UNSPECIFIED\x10\x00\x12\x15\n\x11MESSAGE_ROLE_USER\x10\x01\x12\x1a\n\x16MESSAGE_ROLE_ASSISTANT\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'secondbrain.v1.retrieval_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RETRIEVALMODE']._serialized_start=1270
-  _globals['_RETRIEVALMODE']._serialized_end=1399
-  _globals['_QUERYKIND']._serialized_start=1402
-  _globals['_QUERYKIND']._serialized_end=1547
-  _globals['_MESSAGEROLE']._serialized_start=1549
-  _globals['_MESSAGEROLE']._serialized_end=1643
+  _globals['_RETRIEVALMODE']._serialized_start=1290
+  _globals['_RETRIEVALMODE']._serialized_end=1419
+  _globals['_QUERYKIND']._serialized_start=1422
+  _globals['_QUERYKIND']._serialized_end=1567
+  _globals['_MESSAGEROLE']._serialized_start=1569
+  _globals['_MESSAGEROLE']._serialized_end=1663
   _globals['_HISTORYMESSAGE']._serialized_start=50
   _globals['_HISTORYMESSAGE']._serialized_end=126
   _globals['_RETRIEVALFILTERS']._serialized_start=128
-  _globals['_RETRIEVALFILTERS']._serialized_end=228
-  _globals['_PLANNEDQUERY']._serialized_start=230
-  _globals['_PLANNEDQUERY']._serialized_end=299
-  _globals['_RETRIEVALPLAN']._serialized_start=302
-  _globals['_RETRIEVALPLAN']._serialized_end=683
-  _globals['_PASSAGE']._serialized_start=686
-  _globals['_PASSAGE']._serialized_end=1061
-  _globals['_STAGETIMING']._serialized_start=1063
-  _globals['_STAGETIMING']._serialized_end=1113
-  _globals['_RETRIEVALRESULT']._serialized_start=1116
-  _globals['_RETRIEVALRESULT']._serialized_end=1267
+  _globals['_RETRIEVALFILTERS']._serialized_end=248
+  _globals['_PLANNEDQUERY']._serialized_start=250
+  _globals['_PLANNEDQUERY']._serialized_end=319
+  _globals['_RETRIEVALPLAN']._serialized_start=322
+  _globals['_RETRIEVALPLAN']._serialized_end=703
+  _globals['_PASSAGE']._serialized_start=706
+  _globals['_PASSAGE']._serialized_end=1081
+  _globals['_STAGETIMING']._serialized_start=1083
+  _globals['_STAGETIMING']._serialized_end=1133
+  _globals['_RETRIEVALRESULT']._serialized_start=1136
+  _globals['_RETRIEVALRESULT']._serialized_end=1287
 # @@protoc_insertion_point(module_scope)

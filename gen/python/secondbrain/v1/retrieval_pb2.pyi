@@ -144,6 +144,7 @@ class RetrievalFilters(_message.Message):
     DATE_FROM_FIELD_NUMBER: _builtins.int
     DATE_TO_FIELD_NUMBER: _builtins.int
     NOTES_FIELD_NUMBER: _builtins.int
+    FILE_TYPES_FIELD_NUMBER: _builtins.int
     date_from: _builtins.str
     """The first day (YYYY-MM-DD), inclusive: only passages dated on or after it
     (a note's date, or its dated heading's). Empty: no lower bound.
@@ -166,6 +167,12 @@ class RetrievalFilters(_message.Message):
         about this note": the note and the notes it links to). Empty: any note.
         """
 
+    @_builtins.property
+    def file_types(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Types of file; a file matches when it is of any of them: note, pdf,
+        image, canvas, word, presentation, spreadsheet. Empty: any type.
+        """
+
     def __init__(
         self,
         *,
@@ -174,10 +181,11 @@ class RetrievalFilters(_message.Message):
         date_from: _builtins.str = ...,
         date_to: _builtins.str = ...,
         notes: _abc.Iterable[_builtins.str] | None = ...,
+        file_types: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["date_from", b"date_from", "date_to", b"date_to", "folders", b"folders", "notes", b"notes", "tags", b"tags"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["date_from", b"date_from", "date_to", b"date_to", "file_types", b"file_types", "folders", b"folders", "notes", b"notes", "tags", b"tags"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
