@@ -78,3 +78,31 @@ async def test_folder_and_hierarchical_tag_filters(pool: asyncpg.Pool, mode: Mod
     ]
     assert await found(tags=["project/beta"]) == ["Projects/Beta/plan.md"]
     assert await found(folders=["Areas"], tags=["project"]) == []
+
+
+def test_file_types_are_named_plainly_and_select_their_extensions() -> None:
+    filters = Filters.parse(file_types=[" PDF", "image", "pdf"])
+    assert filters.file_types == ("pdf", "image") and bool(filters)
+    assert filters.suffixes == (".pdf", ".png", ".jpg", ".jpeg", ".webp")
+    with pytest.raises(InvalidInput, match="'pdfs' is not a type of file: use note, pdf, image, canvas"):
+        Filters.parse(file_types=["pdfs"])
+    p = Params()
+    assert p.filters(Filters.parse(file_types=["note", "canvas"]), "f") == "lower(f.path) LIKE ANY($1::text[])"
+    assert p.values == [["%.md", "%.canvas"]]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_file_type_filter_keeps_the_files_of_that_type(pool: asyncpg.Pool, mode: Mode) -> None:
+    await write(
+        pool,
+        note("Notes/rates.md", "discount rates", chunks=[([], "discount rates", 0.5)]),
+        note("Reports/Rates Memo.PDF", "discount rates", chunks=[([], "discount rates", 0.6)]),
+        note("Boards/rates.canvas", "discount rates", chunks=[([], "discount rates", 0.7)]),
+    )
+
+    async def found(*types: str) -> list[str]:
+        return sorted(await paths(pool, "discount", mode, filters=Filters.parse(file_types=list(types))))
+
+    assert await found("pdf") == ["Reports/Rates Memo.PDF"]
+    assert await found("note", "canvas") == ["Boards/rates.canvas", "Notes/rates.md"]
+    assert await found("spreadsheet") == []
