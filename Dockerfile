@@ -36,6 +36,10 @@ FROM python:3.11-slim-bookworm
 LABEL org.opencontainers.image.title="secondbrain" \
       org.opencontainers.image.description="Ask questions of your markdown notes; every answer cites the passages it read."
 RUN useradd --uid 10001 --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin secondbrain
+# tesseract reads the text of pictures and of scanned PDF pages (attachments); without it they are listed as unread.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends tesseract-ocr=5.3.0-2 tesseract-ocr-eng=1:4.1.0-2 \
+    && rm -rf /var/lib/apt/lists/*
 COPY --from=python /opt/secondbrain /opt/secondbrain
 COPY --from=python /opt/secondbrain-models /opt/secondbrain-models
 COPY --from=ui /src/ui/dist /opt/secondbrain-ui
