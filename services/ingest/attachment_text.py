@@ -4,6 +4,7 @@ markdown with its pages (formats.base.render), so that from there it is indexed 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 from secondbrain.errors import FailedPrecondition
@@ -52,6 +53,28 @@ def limits_of(section: IngestSection) -> Limits:
 
 def bounds_of(section: IngestSection) -> Bounds:
     return Bounds(seconds=section.attachment_seconds, memory_bytes=section.attachment_memory_mb * 1024**2)
+
+
+# The notes an attachment's context names, and the characters it takes: a line of context, not a summary (it is
+# embedded with every passage of the file, in the room the chunker leaves for a context line).
+SHOWN_IN_NOTES = 3
+SHOWN_IN_CHARACTERS = 200
+_LINK = re.compile(r"!?\[\[[^\]]*\]\]")
+_MARKERS = re.compile(r"^\s*(?:[-*+>]|\d+[.)]|#{1,6})\s*")
+
+
+def shown_in_context(shown: list[tuple[str, str]]) -> str:
+    """The context of every passage of an attachment: the notes it is shown in, each with what its line says
+    beside the embed (`Shown in Boiler: The manual:`), so a question in the note's words finds the file too. ""
+    when no note shows it."""
+    parts = []
+    for title, line in shown:
+        said = " ".join(_MARKERS.sub("", _LINK.sub(" ", line)).split())
+        parts.append(f"{title}: {said}" if said else title)
+    if not parts:
+        return ""
+    text = "Shown in " + "; ".join(parts)
+    return text if len(text) <= SHOWN_IN_CHARACTERS else text[: SHOWN_IN_CHARACTERS - 1].rstrip() + "…"
 
 
 def attachment_text(path: str, data: bytes, section: IngestSection) -> AttachmentText:

@@ -22,7 +22,14 @@ from secondbrain.embedding.base import Embedder
 from secondbrain.errors import FailedPrecondition, InvalidInput, NotFound, SecondbrainError
 from secondbrain.file_kinds import is_attachment
 from secondbrain.ingest import store
-from secondbrain.ingest.attachment_text import AttachmentText, attachment_text, content_hash, read_attachment_bytes
+from secondbrain.ingest.attachment_text import (
+    SHOWN_IN_NOTES,
+    AttachmentText,
+    attachment_text,
+    content_hash,
+    read_attachment_bytes,
+    shown_in_context,
+)
 from secondbrain.ingest.chunker import Chunk, ChunkBudget, TooManyChunks, chunk_note
 from secondbrain.ingest.enrich import Contextualizer
 from secondbrain.ingest.events import FileDone, Outcome, Totals
@@ -174,11 +181,20 @@ class NoteIndexer:
         )
 
     def prepare_attachment(
-        self, path: str, text: AttachmentText, mtime: float, size: int, is_new: bool, limits: IngestSection
+        self,
+        path: str,
+        text: AttachmentText,
+        mtime: float,
+        size: int,
+        is_new: bool,
+        limits: IngestSection,
+        shown: str = "",
     ) -> PreparedNote:
         """An attachment prepared as the note its rendering is, known by the hash of its bytes (so a file touched
-        but unchanged is never parsed again), each chunk with its pages, and what could not be read as warnings."""
+        but unchanged is never parsed again), each chunk with its pages and with `shown` (the notes it is shown in)
+        as its context, and what could not be read as warnings."""
         prepared = self.prepare(path, text.rendering.text, mtime, size, is_new, limits)
+        prepared.contexts = [shown] * len(prepared.chunks)
         prepared.note = replace(prepared.note, content_hash=text.content_hash)
         prepared.rendering = text.rendering
         prepared.warnings[:0] = text.unread
@@ -199,8 +215,10 @@ class NoteIndexer:
                 return Outcome.UNCHANGED
             text = await asyncio.to_thread(attachment_text, file.path, data, limits)
             del data
+            async with self.db.pool.acquire() as connection:
+                shown = shown_in_context(await store.shown_in(connection, file.path, SHOWN_IN_NOTES))
             return await asyncio.to_thread(
-                self.prepare_attachment, file.path, text, file.mtime, file.size, known is None, limits
+                self.prepare_attachment, file.path, text, file.mtime, file.size, known is None, limits, shown
             )
         markdown = await asyncio.to_thread(read_note_text, file)
         prepared = await asyncio.to_thread(
@@ -222,7 +240,12 @@ class NoteIndexer:
         vector is kept by)."""
         if self.contextualizer is not None and prepared.chunks:
             try:
-                prepared.contexts = await self.contextualizer.contexts(prepared.note, prepared.chunks)
+                written = await self.contextualizer.contexts(prepared.note, prepared.chunks)
+                # An attachment's own context (the notes it is shown in) goes first.
+                prepared.contexts = [
+                    " ".join(part for part in (own, line) if part)
+                    for own, line in zip(prepared.contexts, written, strict=True)
+                ]
             except SecondbrainError as error:
                 prepared.warnings.append(f"embedded without context lines: {error}")
         self._warn_of_cut_chunks(prepared)
@@ -285,7 +308,25 @@ class NoteIndexer:
         limits: IngestSection,
     ) -> AsyncIterator[FileDone]:
         """Index `files` (what the index knows of them in `index`), yielding each as it is done; `record` stores a
-        written note's outcome in the note's own transaction. A note over the vault's `limits` fails."""
+        written note's outcome in the note's own transaction. A note over the vault's `limits` fails. The notes are
+        written before any attachment is read: an attachment's passages carry the notes it is shown in, which are
+        read from the notes' stored links."""
+        notes = [file for file in files if not is_attachment(file.path)]
+        attachments = [file for file in files if is_attachment(file.path)]
+        for run in (notes, attachments):
+            async for event in self._index_run(run, index, totals, force, record, limits):
+                yield event
+
+    async def _index_run(
+        self,
+        files: Sequence[VaultFile],
+        index: dict[str, store.IndexedFile],
+        totals: Totals,
+        force: bool,
+        record: Recorder,
+        limits: IngestSection,
+    ) -> AsyncIterator[FileDone]:
+        """`index_files` of `files`, every one written by the time it ends."""
         group: list[PreparedNote] = []
         in_flight: tuple[list[PreparedNote], asyncio.Task[int]] | None = None
         try:

@@ -23,6 +23,7 @@ from secondbrain.db import Database
 from secondbrain.db.embedding_model import ModelRecord, current_model
 from secondbrain.embedding.base import Embedder
 from secondbrain.errors import FailedPrecondition, InvalidInput, NotFound, ResourceExhausted, Unavailable
+from secondbrain.file_kinds import is_attachment
 from secondbrain.ingest import store
 from secondbrain.ingest.chunker import CHUNKING
 from secondbrain.ingest.enrich import Contextualizer
@@ -230,7 +231,8 @@ class Ingestor:
         """Report the files that look unchanged, and queue the others for every listening ingest process."""
         # The queue holds the names on disk, which a worker opens; progress is reported under the notes' paths.
         changed: dict[str, str] = {}
-        for file in files:
+        # Notes first: an attachment's passages carry the notes it is shown in, read from their stored links.
+        for file in sorted(files, key=lambda file: is_attachment(file.path)):
             if unchanged_on_disk(index.get(file.path), file, force):
                 yield totals.report(file.path, Outcome.UNCHANGED)
             else:

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from secondbrain.file_kinds import is_attachment, kind_of
+from secondbrain.ingest.attachment_text import shown_in_context
 from secondbrain.ingest.formats import processor
 from secondbrain.ingest.formats.base import Extracted, Limits, Part, Unreadable, escape_plain, render
 from secondbrain.ingest.formats.worker import Bounds, Worker
@@ -202,3 +203,11 @@ def test_a_pdf_bomb_fails_on_the_memory_bound_and_the_next_file_is_read() -> Non
         assert after.parts[0].text == "After the bomb."
     finally:
         worker.close()
+
+
+def test_the_notes_an_attachment_is_shown_in_make_one_short_line_of_context() -> None:
+    assert shown_in_context([]) == ""
+    shown = [("Boiler", "- The manual: ![[Boiler manual.pdf]] (read p. 3)"), ("Home", "![[Boiler manual.pdf]]")]
+    assert shown_in_context(shown) == "Shown in Boiler: The manual: (read p. 3); Home"
+    long = shown_in_context([("Note", "word " * 100)])
+    assert len(long) == 200 and long.endswith("…")

@@ -57,6 +57,13 @@ async def test_attachments_are_indexed_and_hostile_ones_fail_one_by_one(ingest: 
     assert ["Page 2"] in [heading for heading, _, _ in await pages_of(ingest, "Manuals/Boiler manual.pdf")]
     assert {(start, end) for _, start, end in await pages_of(ingest, "Manuals/Boiler manual.pdf")} <= {(1, 1), (2, 2)}
     assert all(start is None for _, start, _ in await pages_of(ingest, "Errata.docx"))
+    # Its passages carry the note it is shown in, and what that note says beside it, as their context.
+    async with ingest.db.pool.acquire() as connection:
+        contexts = await connection.fetch(
+            "SELECT DISTINCT c.context FROM vault_chunks c JOIN vault_files f ON f.id = c.file_id WHERE f.path = $1",
+            "Manuals/Boiler manual.pdf",
+        )
+    assert [row["context"] for row in contexts] == ["Shown in Boiler: The manual:"]
 
     # Nothing changed: nothing read, nothing embedded. Touched: its bytes are hashed, not parsed, and it stays.
     embedded = len(ingest.embedded_texts())

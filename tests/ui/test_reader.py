@@ -208,8 +208,9 @@ async def test_a_note_that_is_not_indexed_is_said_plainly(vault: Gateway, page: 
     await page.goto(note_url(vault, "Nowhere/Missing.md"))
     await expect(page.get_by_role("alert")).to_contain_text("the index holds no note at 'Nowhere/Missing.md'")
     await expect(page.get_by_role("link", name="Browse your notes")).to_be_visible()
-    # The reader reads the index, never a file: a path out of the vault, or to a file beside the notes, is no note.
-    for hostile in ("..%2F..%2Fsecondbrain.json", "%2Fetc%2Fpasswd", "secondbrain.json", "Projects/kitchen-plan.png"):
+    # The reader reads the index, never a file: a path out of the vault, or to a file beside the notes that the
+    # index does not hold (the vault's settings), is no note. (A picture the index read is: its text, if any.)
+    for hostile in ("..%2F..%2Fsecondbrain.json", "%2Fetc%2Fpasswd", "secondbrain.json", "Projects/kitchen-plan.svg"):
         await page.goto(f"{vault.envoy_url}/note/{hostile}")
         await expect(page.get_by_role("alert")).to_contain_text("the index holds no note at")
         assert "embedding" not in await page.locator("main").inner_text()
@@ -225,7 +226,7 @@ async def test_folders_tags_and_dates_are_browsed_without_typing(vault: Gateway,
     await expect(page).to_have_url(re.compile(r"/browse\?folder=Projects$"))
     await expect(page.get_by_role("heading", level=1)).to_have_text("Notes in Projects")
     listed = page.get_by_test_id("listed-note")
-    await expect(listed).to_have_count(2)  # Garden and Kitchen Renovation
+    await expect(listed).to_have_count(3)  # Garden, Kitchen Renovation and the picture kitchen-plan.png
     await expect(listed.filter(has_text="Kitchen Renovation")).to_have_count(1)
 
     # A nested tag under its parent, folded until opened.
@@ -285,7 +286,7 @@ async def test_the_reader_and_browsing_at_desktop_and_phone_widths(
         assert overflow <= 0, f"the reader is {overflow} px wider than a {width} px screen"
         await shoot(page, f"reader-{width}-{scheme}")
         await page.goto(f"{vault.envoy_url}/browse?folder=Projects")
-        await expect(page.get_by_test_id("listed-note")).to_have_count(2)
+        await expect(page.get_by_test_id("listed-note")).to_have_count(3)  # two notes and a picture
         overflow = await page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 0, f"browsing is {overflow} px wider than a {width} px screen"
         await shoot(page, f"browse-{width}-{scheme}")

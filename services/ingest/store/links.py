@@ -14,6 +14,29 @@ async def is_indexed(connection: asyncpg.Connection, path: str) -> bool:
     return found is not None
 
 
+async def shown_in(connection: asyncpg.Connection, path: str, limit: int) -> list[tuple[str, str]]:
+    """(title, the line's text) of each indexed note whose link or embed names the file at `path` by its path or
+    an ending of it (`![[diagram.png]]`, `[[Papers/x.pdf#page=3]]`), in path order, at most `limit` of them: the
+    notes an attachment is shown in, and what they say beside it."""
+    parts = path.lower().split("/")
+    endings = ["/".join(parts[index:]) for index in range(len(parts))]
+    rows = await connection.fetch(
+        """
+        SELECT DISTINCT ON (f.path, l.line) f.title,
+               split_part(f.body, E'\n', l.line - coalesce(f.body_start_line, 1) + 1) AS line
+        FROM vault_links l JOIN vault_files f ON f.id = l.file_id
+        WHERE lower(normalize(l.target, NFC)) = ANY($1::text[]) AND f.path <> $2
+          AND (f.status <> 'failed' OR f.body <> '')
+        ORDER BY f.path, l.line
+        LIMIT $3
+        """,
+        endings,
+        path,
+        limit,
+    )
+    return [(row["title"], row["line"] or "") for row in rows]
+
+
 async def links_naming(connection: asyncpg.Connection, endings: list[str], limit: int) -> list[tuple[str, str]]:
     """(linking note's path, link target) of the links of readable notes whose target, in NFC and lower case, is
     one of `endings` (a file's path and its endings after a '/', lower-cased), at most `limit` of them."""

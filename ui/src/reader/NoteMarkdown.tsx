@@ -116,6 +116,16 @@ function Wikilink({ node, children, context, depth }: { node?: Element; children
       </a>
     );
   }
+  // A file that is not a note is shown as itself (a picture, a link opening the PDF at its page), as Obsidian shows
+  // it, though the index holds its text too (the reader opens that from the links beside the note).
+  if (isAttachmentName(target)) {
+    const withPage = heading ? `${target}#${heading}` : target;
+    return embed ? (
+      <AttachmentView target={withPage} fromPath={context.path} alt={alias} />
+    ) : (
+      <AttachmentView target={withPage} fromPath={context.path} alt={alias || String(target)} />
+    );
+  }
   const path = context.resolved.get(target.toLowerCase());
   if (path && embed) {
     return depth < MAX_EMBED_DEPTH ? (
@@ -131,14 +141,6 @@ function Wikilink({ node, children, context, depth }: { node?: Element; children
       <Link className="wikilink" to={noteUrl(path, { heading: heading || undefined })} title={path}>
         {children}
       </Link>
-    );
-  }
-  if (isAttachmentName(target)) {
-    const withPage = heading ? `${target}#${heading}` : target;
-    return embed ? (
-      <AttachmentView target={withPage} fromPath={context.path} alt={alias} />
-    ) : (
-      <AttachmentView target={withPage} fromPath={context.path} alt={alias || String(target)} />
     );
   }
   return (
