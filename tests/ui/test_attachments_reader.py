@@ -46,6 +46,7 @@ async def test_a_cited_page_of_a_pdf_opens_at_that_page(vault: Gateway, page: Pa
     await expect(page.get_by_role("heading", name="Boiler manual.pdf", level=1)).to_be_visible()
     await expect(page.locator("article.note .cited").first).to_contain_text("Bleed the radiators")
     await expect(page.get_by_role("heading", name="Page 2")).to_be_visible()
+    await expect(page.get_by_role("status").filter(has_text="Showing page 2, highlighted")).to_be_visible()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     await settle(page)
     await page.screenshot(path=SCREENSHOTS / "attachment-cited-page.png", full_page=True)

@@ -37,7 +37,7 @@ function citedPage(body: string, firstLine: number, cited?: [number, number]): n
   const lines = body.split("\n");
   let page: number | undefined;
   for (let at = 0; at < lines.length && firstLine + at <= cited[0]; at += 1) {
-    const heading = /^## Page (\d+)\s*$/.exec(lines[at]);
+    const heading = /^## Page (\d+)(?::.*)?$/.exec(lines[at]);
     if (heading) page = Number(heading[1]);
   }
   return page;
@@ -136,6 +136,7 @@ export function ReaderPage({ onUnauthenticated }: { onUnauthenticated: () => voi
   };
   const vault = vaultName(status);
   const [body, bodyLine] = withoutTitle(note.text, note.title, note.startLine);
+  const page = citedPage(body, bodyLine, cited);
   return (
     <div className="reader-layout">
       <article className="page reader-page note" ref={article} aria-labelledby="note-title">
@@ -156,7 +157,7 @@ export function ReaderPage({ onUnauthenticated }: { onUnauthenticated: () => voi
             <Link className="button primary" to={chatUrl(undefined, note.path)}>
               Ask about this note
             </Link>
-            <OpenOriginal path={note.path} page={citedPage(body, bodyLine, cited)} />
+            <OpenOriginal path={note.path} page={page} />
             {vault ? (
               <a className="button" href={obsidianUrl(vault, note.path)}>
                 Open in Obsidian
@@ -165,7 +166,8 @@ export function ReaderPage({ onUnauthenticated }: { onUnauthenticated: () => voi
           </div>
           {cited ? (
             <p className="muted small cited-note" role="status">
-              Showing lines {cited[0]}–{cited[1]}, highlighted. <Link to={{ search: "" }}>Clear</Link>
+              Showing {page ? `page ${page}` : `lines ${cited[0]}–${cited[1]}`}, highlighted.{" "}
+              <Link to={{ search: "" }}>Clear</Link>
             </p>
           ) : null}
         </header>
