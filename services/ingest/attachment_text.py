@@ -58,7 +58,7 @@ def bounds_of(section: IngestSection) -> Bounds:
 # The notes an attachment's context names, and the characters it takes: a line of context, not a summary (it is
 # embedded with every passage of the file, in the room the chunker leaves for a context line).
 SHOWN_IN_NOTES = 3
-SHOWN_IN_CHARACTERS = 200
+SHOWN_IN_CHARACTERS = 160
 _LINK = re.compile(r"!?\[\[[^\]]*\]\]")
 _MARKERS = re.compile(r"^\s*(?:[-*+>]|\d+[.)]|#{1,6})\s*")
 

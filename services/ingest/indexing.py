@@ -144,14 +144,22 @@ class NoteIndexer:
         self.embedder = embedder
         self.contextualizer = contextualizer
 
-    def budget(self) -> ChunkBudget:
+    def budget(self, context_tokens: int = 0) -> ChunkBudget:
+        """The chunker's budget: the embedder's window, less room for the context line chunks will have: an
+        attachment's own (`context_tokens`, known before chunking), and enrichment's (CONTEXT_TOKENS, written after)."""
         budget = ChunkBudget.for_window(self.embedder.max_document_tokens)
-        if self.contextualizer is None:
-            return budget
-        return replace(budget, max_tokens=budget.max_tokens - CONTEXT_TOKENS)
+        room = context_tokens + (CONTEXT_TOKENS if self.contextualizer is not None else 0)
+        return replace(budget, max_tokens=budget.max_tokens - room) if room else budget
 
     def prepare(
-        self, path: str, text: str, mtime: float, size: int, is_new: bool, limits: IngestSection
+        self,
+        path: str,
+        text: str,
+        mtime: float,
+        size: int,
+        is_new: bool,
+        limits: IngestSection,
+        context_tokens: int = 0,
     ) -> PreparedNote:
         """Parse and chunk a note within the vault's `limits`. One making more chunks than
         ingest.max_chunks_per_note comes back with none and `refused` saying why, so a caller can still see it
@@ -160,7 +168,8 @@ class NoteIndexer:
         note = parse_note(path, text, limits.max_front_matter_bytes)
         refused = ""
         try:
-            chunks = chunk_note(note, self.budget(), self.embedder.count_tokens, limits.max_chunks_per_note)
+            budget = self.budget(context_tokens)
+            chunks = chunk_note(note, budget, self.embedder.count_tokens, limits.max_chunks_per_note)
         except TooManyChunks as error:
             chunks, refused = [], str(error)
         warnings = list(note.warnings)
@@ -193,7 +202,9 @@ class NoteIndexer:
         """An attachment prepared as the note its rendering is, known by the hash of its bytes (so a file touched
         but unchanged is never parsed again), each chunk with its pages and with `shown` (the notes it is shown in)
         as its context, and what could not be read as warnings."""
-        prepared = self.prepare(path, text.rendering.text, mtime, size, is_new, limits)
+        # The context is embedded before each chunk's text, with a blank line between: room is kept for both.
+        room = self.embedder.count_tokens(f"{shown}\n\n") if shown else 0
+        prepared = self.prepare(path, text.rendering.text, mtime, size, is_new, limits, context_tokens=room)
         prepared.contexts = [shown] * len(prepared.chunks)
         prepared.note = replace(prepared.note, content_hash=text.content_hash)
         prepared.rendering = text.rendering

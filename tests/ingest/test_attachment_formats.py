@@ -7,13 +7,14 @@ import shutil
 import time
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
 from secondbrain.file_kinds import is_attachment, kind_of
 from secondbrain.ingest.attachment_text import shown_in_context
 from secondbrain.ingest.formats import processor
-from secondbrain.ingest.formats.base import Extracted, Limits, Part, Unreadable, escape_plain, render
+from secondbrain.ingest.formats.base import Extracted, Limits, Part, Unreadable, clean_text, escape_plain, render
 from secondbrain.ingest.formats.worker import Bounds, Worker
 from secondbrain.ingest.note import parse_note
 from tests.ingest import files_made
@@ -171,13 +172,20 @@ def test_the_rendering_is_a_note_whose_headings_are_the_places_and_whose_lines_k
     assert rendering.pages_of(two, two) == (2, 2) and rendering.pages_of(1, two) == (1, 2)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.text())
+@settings(max_examples=300, deadline=None)
+# A PDF's equations, as PDFium gives them: a line of '=' or '-' alone under a line of text.
+@example("∂e\n∂xc\n=\n1\nμ")
+@example("total\n-\n12")
+@example("Results\n- - -")
+@given(st.text(alphabet=st.sampled_from("ab #=-*_>[]!|`~\n\t"), max_size=60) | st.text())
 def test_escaped_text_never_makes_a_heading_tag_or_link(text: str) -> None:
-    escaped = escape_plain(text)
-    note = parse_note("a.pdf", f"# a.pdf\n\n## Page 1\n\n{escaped}\n")
+    escaped = escape_plain(clean_text(text))
+    rendered = f"# a.pdf\n\n## Page 1\n\n{escaped}\n"
+    note = parse_note("a.pdf", rendered)
     assert note.tags == [] and note.links == []
-    assert not any(line.lstrip(" ").startswith("#") for line in escaped.split("\n"))
+    # As a markdown reader parses it (a line of '=' under text would make that text a heading): ours only.
+    headings = [token for token in MarkdownIt("commonmark").parse(rendered) if token.type == "heading_open"]
+    assert len(headings) == 2, escaped
 
 
 def test_the_worker_bounds_time_and_memory_and_carries_on_after_each_failure() -> None:
@@ -210,4 +218,4 @@ def test_the_notes_an_attachment_is_shown_in_make_one_short_line_of_context() ->
     shown = [("Boiler", "- The manual: ![[Boiler manual.pdf]] (read p. 3)"), ("Home", "![[Boiler manual.pdf]]")]
     assert shown_in_context(shown) == "Shown in Boiler: The manual: (read p. 3); Home"
     long = shown_in_context([("Note", "word " * 100)])
-    assert len(long) == 200 and long.endswith("…")
+    assert len(long) == 160 and long.endswith("…")

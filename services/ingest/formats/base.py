@@ -16,8 +16,13 @@ from dataclasses import dataclass, field
 # Characters a PDF's text layer uses that are not text: PDFium marks a soft hyphen at a line end (U+FFFE in older
 # releases, U+0002 in newer ones), so dropping the mark joins the word exactly; NUL cannot be stored.
 _NOT_TEXT = str.maketrans({"\ufffe": None, "\x02": None, "\x00": None})
-# What would read as markdown syntax at the start of a line of extracted text: a heading, a fence, front matter.
-_LINE_SYNTAX = re.compile(r"^(\s{0,3})(#|```|~~~|---\s*$)")
+# What would read as markdown syntax at the start of a line of extracted text: a heading (an ATX '#', or a line of
+# '=' or '-' alone under a line of text, which makes that line one: a PDF's equations have such lines), a fence,
+# front matter.
+_LINE_SYNTAX = re.compile(r"^(\s{0,3})(#|```|~~~|=+\s*$|-[-\s]*$)")
+# Control characters other than a line break or a tab: a font's glyphs with no Unicode meaning (PDFium gives them
+# for a broken font map), never text.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 # A heading inside a part's own markdown (a canvas card's "# Plan"): shown in bold, so the part's heading stays the
 # place a passage is cited by.
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}[ \t]+(.*?)[ \t#]*$")
@@ -68,6 +73,7 @@ def clean_text(text: str) -> str:
     """Extracted text as the index keeps it: NFKC (a ligature's letters), '\\n' line ends, PDFium's soft-hyphen
     marks and NULs dropped, trailing spaces and runs of blank lines trimmed."""
     text = unicodedata.normalize("NFKC", text.translate(_NOT_TEXT)).replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROLS.sub("", text)
     lines = [line.rstrip() for line in text.split("\n")]
     kept: list[str] = []
     for line in lines:

@@ -22,6 +22,9 @@ PICTURE_SHARE = 0.25
 OCR_DPI = 300
 OCR_MAX_PIXELS = 25_000_000
 _WORD = re.compile(r"[^\W\d_]{2,}")
+# Outline entries read (a PDF's bookmarks, its own table of contents), and the characters of a title kept.
+MAX_OUTLINE_ENTRIES = 10_000
+MAX_SECTION_CHARACTERS = 80
 
 
 def extract_pdf(data: bytes, limits: Limits) -> Extracted:
@@ -44,6 +47,7 @@ def _why_not_opened(said: str) -> str:
 def _pages(document: pdfium.PdfDocument, limits: Limits) -> Extracted:
     extracted = Extracted()
     count = len(document)
+    sections = _sections(document, min(count, limits.max_pages))
     not_ocred: list[int] = []
     ocr_failures: list[str] = []
     for number in range(1, min(count, limits.max_pages) + 1):
@@ -63,7 +67,9 @@ def _pages(document: pdfium.PdfDocument, limits: Limits) -> Extracted:
         finally:
             page.close()
         if text:
-            extracted.parts.append(Part(f"Page {number}", text, page=number))
+            section = sections.get(number)
+            heading = f"Page {number}: {section}" if section else f"Page {number}"
+            extracted.parts.append(Part(heading, text, page=number))
     if count > limits.max_pages:
         extracted.unread.append(
             f"pages {limits.max_pages + 1}-{count} not read: over the {limits.max_pages}-page limit "
@@ -77,6 +83,29 @@ def _pages(document: pdfium.PdfDocument, limits: Limits) -> Extracted:
     if not extracted.parts and count:
         extracted.unread.append("no page has text to index")
     return extracted
+
+
+def _sections(document: pdfium.PdfDocument, pages: int) -> dict[int, str]:
+    """Each page's section, from the PDF's outline (its bookmarks: the headings its author or tool marked): the title
+    of the last entry, in outline order, that starts on or before the page. {} when the PDF has no outline."""
+    starts: list[tuple[int, str]] = []
+    try:
+        for index, mark in enumerate(document.get_toc()):
+            if index >= MAX_OUTLINE_ENTRIES:
+                break
+            destination = mark.get_dest()
+            page = destination.get_index() if destination is not None else None
+            title = " ".join(clean_text(mark.get_title() or "").split())
+            if page is not None and title:
+                starts.append((page + 1, title[:MAX_SECTION_CHARACTERS]))
+    except pdfium.PdfiumError:
+        return {}
+    sections: dict[int, str] = {}
+    for number in range(1, pages + 1):
+        started = [title for first, title in starts if first <= number]
+        if started:
+            sections[number] = started[-1]
+    return sections
 
 
 def _words(text: str) -> int:
