@@ -173,6 +173,19 @@ def _answers_dict(report: Report) -> dict:
     }
 
 
+def _breakdown(report: Report, title: str, groups: dict[str, int], field: str, measure: str) -> Table:
+    """Each arm's recall@5 and `measure` per group of questions (`field` of its result: per_kind or per_type)."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("arm")
+    for group, count in groups.items():
+        table.add_column(f"{group} ({count})", justify="right")
+    for arm in report.arms:
+        if not arm.unavailable:
+            figures = getattr(arm, field)
+            table.add_row(arm.name, *(f"{figures[g]['recall@5']:.2f} / {figures[g][measure]:.2f}" for g in groups))
+    return table
+
+
 def show(report: Report, console: Console) -> None:
     table = Table(title=f"{report.dataset}: {counted(report.questions, 'question')}", title_justify="left")
     table.add_column("arm")
@@ -188,29 +201,9 @@ def show(report: Report, console: Console) -> None:
         if arm.unavailable:
             console.print(f"[dim]{arm.name} skipped: {arm.unavailable}[/dim]")
     if len(report.kinds) > 1:
-        kinds = Table(title="by kind (recall@5 / mrr@10)", title_justify="left")
-        kinds.add_column("arm")
-        for kind, count in report.kinds.items():
-            kinds.add_column(f"{kind} ({count})", justify="right")
-        for arm in report.arms:
-            if not arm.unavailable:
-                kinds.add_row(
-                    arm.name,
-                    *(f"{arm.per_kind[k]['recall@5']:.2f} / {arm.per_kind[k]['mrr@10']:.2f}" for k in report.kinds),
-                )
-        console.print(kinds)
+        console.print(_breakdown(report, "by kind (recall@5 / mrr@10)", report.kinds, "per_kind", "mrr@10"))
     if len(report.types) > 1:
-        types = Table(title="by type of file (recall@5 / ndcg@10)", title_justify="left")
-        types.add_column("arm")
-        for kind, count in report.types.items():
-            types.add_column(f"{kind} ({count})", justify="right")
-        for arm in report.arms:
-            if not arm.unavailable:
-                types.add_row(
-                    arm.name,
-                    *(f"{arm.per_type[k]['recall@5']:.2f} / {arm.per_type[k]['ndcg@10']:.2f}" for k in report.types),
-                )
-        console.print(types)
+        console.print(_breakdown(report, "by type of file (recall@5 / ndcg@10)", report.types, "per_type", "ndcg@10"))
     if report.paged:
         scored = [f"{arm.name} {arm.page_recall:.3f}" for arm in report.arms if arm.page_recall is not None]
         console.print(
