@@ -270,6 +270,7 @@ class RetrieveServicer(pb_grpc.RetrieveServiceServicer):
             days=[pb.FacetCount(value=value, count=count) for value, count in found.days],
             notes=found.notes,
             undated_notes=found.undated_notes,
+            file_types=[pb.FacetCount(value=value, count=count) for value, count in found.file_types],
         )
 
     async def GetRelatedNotes(

@@ -11,6 +11,7 @@ import pytest
 
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as pb
 from secondbrain.v1 import retrieval_pb2 as common
+from tests.ingest import files_made
 from tests.retrieve.conftest import Stack
 
 KITCHEN = """---
@@ -181,3 +182,14 @@ async def test_a_notes_filter_that_names_no_note_path_is_refused_saying_how(
         pb.ListNotesRequest(filters=common.RetrievalFilters(notes=[f"Note {n}.md" for n in range(200)]))
     )
     assert listed.total == 0
+
+
+async def test_facets_count_the_files_by_the_type_a_filter_names(stack: Stack) -> None:
+    await written(stack)
+    files_made.write(stack.vault, "Manuals/Boiler manual.pdf", files_made.pdf([["Bleed the radiators."]]))
+    files_made.write(stack.vault, "Boards/Plan.canvas", files_made.canvas(["Order the pump"]))
+    await stack.ingest()
+    facets = await stack.stub.GetFacets(pb.GetFacetsRequest())
+    assert [(f.value, f.count) for f in facets.file_types] == [("note", 7), ("pdf", 1), ("canvas", 1)]
+    pdfs = await stack.stub.GetFacets(pb.GetFacetsRequest(filters=common.RetrievalFilters(file_types=["pdf"])))
+    assert [(f.value, f.count) for f in pdfs.file_types] == [("pdf", 1)] and pdfs.notes == 1

@@ -68,3 +68,15 @@ async def test_the_note_that_embeds_a_pdf_links_to_it_and_the_pdf_has_it_as_a_ba
     backlinks = page.get_by_role("region", name=re.compile("Backlinks"))
     await expect(backlinks.get_by_role("link", name="Boiler")).to_be_visible()
     await expect(page.get_by_role("button", name="Open the PDF", exact=True)).to_be_visible()
+
+
+async def test_search_is_kept_to_a_type_of_file_picked_from_the_vault(vault: Gateway, page: Page) -> None:
+    await page.goto(f"{vault.envoy_url}/?q=boiler")
+    await expect(page.get_by_test_id("hit")).to_have_count(2)  # the manual, and the note that embeds it
+    types = page.get_by_label("Types")
+    await expect(types.locator("option", has_text="pdf (1)")).to_have_count(1)
+    await types.select_option("pdf")
+    await expect(page).to_have_url(re.compile(r"[?&]type=pdf"))
+    await expect(page.get_by_test_id("hit")).to_have_count(1)
+    await expect(page.get_by_test_id("hit")).to_contain_text("Boiler manual.pdf")
+    await expect(page.get_by_role("button", name="Remove the type filter pdf")).to_be_visible()

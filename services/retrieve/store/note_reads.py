@@ -8,11 +8,12 @@ nothing to read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import asyncpg
 
 from secondbrain.date_sources import MODIFIED, span_text
+from secondbrain.file_kinds import FILTER_TYPES
 from secondbrain.retrieve.filters import Filters
 from secondbrain.retrieve.store.statement import Params, fetch, link_names, link_resolves
 
@@ -165,6 +166,8 @@ class Facets:
     days: list[tuple[str, int]]
     notes: int
     undated_notes: int
+    # (type of file as a filter names it, files), in file_kinds.FILTER_TYPES's order.
+    file_types: list[tuple[str, int]] = field(default_factory=list)
 
 
 # One statement reads the notes once (`counted`, materialized: the filters' EXISTS over chunks runs once per note) and
@@ -174,7 +177,7 @@ class Facets:
 # nested tag is listed ('project' for 'project/kitchen' alone); tags differing only in case are one tag (as filters and
 # Obsidian match them), shown in their most common spelling. A note spanning days counts on its last. Reading `body`
 # would detoast whole notes: only the columns counted are read, and `body` only for a failed note (`READABLE`).
-_FACETS = """
+_FACETS = r"""
     WITH counted AS MATERIALIZED (
         -- A note's own date only (its file name, front matter or dated headings): the file's modification time
         -- says when it was last edited, not what day it is about, so such a note is counted as undated.
@@ -221,6 +224,7 @@ _FACETS = """
     UNION ALL SELECT 'day', date_end::text, count(*) FROM counted WHERE date_end IS NOT NULL GROUP BY date_end
     UNION ALL SELECT 'notes', '', count(*) FROM counted
     UNION ALL SELECT 'undated', '', count(*) FROM counted WHERE date_end IS NULL
+    UNION ALL SELECT 'suffix', lower(substring(path FROM '\.[^./]*$')), count(*) FROM counted GROUP BY 2
 """
 
 
@@ -231,7 +235,9 @@ async def facets(connection: asyncpg.Connection, filters: Filters, deadline: flo
     where = p.filters(filters, "f")
     statement = p.statement(_FACETS.format(readable=READABLE, where=where, modified=p.add(MODIFIED)))
     rows = await fetch(connection, statement, vector_scan=False, deadline=deadline)
-    by_facet: dict[str, list[tuple[str, int]]] = {"folder": [], "tag": [], "day": [], "notes": [], "undated": []}
+    by_facet: dict[str, list[tuple[str, int]]] = {
+        "folder": [], "tag": [], "day": [], "notes": [], "undated": [], "suffix": []
+    }  # fmt: skip
     for row in rows:
         by_facet[row["facet"]].append((row["value"], int(row["notes"])))
     # Sorted here rather than by a collation: Python's code-point order is the same on every database.
@@ -241,7 +247,15 @@ async def facets(connection: asyncpg.Connection, filters: Filters, deadline: flo
         days=sorted(by_facet["day"]),
         notes=by_facet["notes"][0][1],
         undated_notes=by_facet["undated"][0][1],
+        file_types=_file_types(by_facet["suffix"]),
     )
+
+
+def _file_types(suffixes: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Files counted by extension, summed by the type a filter names them by (jpg and png are both images)."""
+    counts = dict(suffixes)
+    found = [(kind, sum(counts.get(suffix, 0) for suffix in chosen)) for kind, chosen in FILTER_TYPES.items()]
+    return [(kind, count) for kind, count in found if count]
 
 
 async def note_links(connection: asyncpg.Connection, path: str) -> tuple[list[StoredLink], list[StoredLink]] | None:

@@ -51,6 +51,8 @@ interface Asked {
   query: string;
   folders: string[];
   tags: string[];
+  // Types of file (note, pdf, image, ...), as RetrievalFilters.file_types names them.
+  types: string[];
   since: string;
   until: string;
   mode: SearchMode;
@@ -61,6 +63,7 @@ function askedFrom(params: URLSearchParams): Asked {
     query: params.get("q") ?? "",
     folders: params.getAll("folder"),
     tags: params.getAll("tag"),
+    types: params.getAll("type"),
     since: params.get("from") ?? "",
     until: params.get("to") ?? "",
     mode: MODE_NAMES[params.get("mode") ?? ""] ?? SearchMode.HYBRID,
@@ -71,7 +74,7 @@ function askedFrom(params: URLSearchParams): Asked {
 const LISTED = 50;
 
 function hasFilters(asked: Asked): boolean {
-  return asked.folders.length + asked.tags.length > 0 || !!asked.since || !!asked.until;
+  return asked.folders.length + asked.tags.length + asked.types.length > 0 || !!asked.since || !!asked.until;
 }
 
 function paramsOf(asked: Asked): URLSearchParams {
@@ -79,6 +82,7 @@ function paramsOf(asked: Asked): URLSearchParams {
   if (asked.query.trim() || !hasFilters(asked)) params.set("q", asked.query.trim());
   for (const folder of asked.folders) params.append("folder", folder);
   for (const tag of asked.tags) params.append("tag", tag);
+  for (const type of asked.types) params.append("type", type);
   if (asked.since) params.set("from", asked.since);
   if (asked.until) params.set("to", asked.until);
   if (asked.mode !== SearchMode.HYBRID) params.set("mode", modeName(asked.mode));
@@ -101,6 +105,7 @@ function filtersInWords(asked: Asked): string {
   else if (asked.until) parts.push(`dated up to ${dateWords(asked.until)}`);
   if (asked.folders.length) parts.push(`in ${asked.folders.join(" or ")}`);
   if (asked.tags.length) parts.push(`tagged ${asked.tags.map((tag) => `#${tag}`).join(" or ")}`);
+  if (asked.types.length) parts.push(`of type ${asked.types.join(" or ")}`);
   return parts.join(", ");
 }
 
@@ -137,6 +142,7 @@ export function SearchPage() {
   const [query, setQuery] = useState(asked.query);
   const [folders, setFolders] = useState(asked.folders);
   const [tags, setTags] = useState(asked.tags);
+  const [types, setTypes] = useState(asked.types);
   const [since, setSince] = useState(asked.since);
   const [until, setUntil] = useState(asked.until);
   const [mode, setMode] = useState(asked.mode);
@@ -151,7 +157,7 @@ export function SearchPage() {
   const searching = asking && !shown && !error;
   // On a phone the mode and filters fold behind a button (open when the search has filters); on a wide screen
   // they are always shown.
-  const activeFilters = folders.length + tags.length + (since ? 1 : 0) + (until ? 1 : 0);
+  const activeFilters = folders.length + tags.length + types.length + (since ? 1 : 0) + (until ? 1 : 0);
   const [optionsOpen, setOptionsOpen] = useState(activeFilters > 0);
   // Bumped to run the same search again (the index may have changed since).
   const [again, setAgain] = useState(0);
@@ -166,6 +172,7 @@ export function SearchPage() {
     setQuery(current.query);
     setFolders(current.folders);
     setTags(current.tags);
+    setTypes(current.types);
     setSince(current.since);
     setUntil(current.until);
     setMode(current.mode);
@@ -173,7 +180,13 @@ export function SearchPage() {
     setFailure(undefined);
     if (!current.query.trim() && !hasFilters(current)) return; // nothing asked: nothing listed
     let live = true;
-    const filters = { folders: current.folders, tags: current.tags, dateFrom: current.since, dateTo: current.until };
+    const filters = {
+      folders: current.folders,
+      tags: current.tags,
+      fileTypes: current.types,
+      dateFrom: current.since,
+      dateTo: current.until,
+    };
     const failed = (e: unknown) => live && setFailure({ key, message: describeError(e) });
     if (!current.query.trim()) {
       // Filters alone: the notes they select.
@@ -199,7 +212,7 @@ export function SearchPage() {
   // The form as it is now, as the URL. The same search again runs again (the index may have changed); a new one is
   // a new entry in the history, or takes the place of the current one (`replace`: a day being typed).
   function apply(changed: Partial<Asked>, replace = false) {
-    const next = paramsOf({ query, folders, tags, since, until, mode, ...changed });
+    const next = paramsOf({ query, folders, tags, types, since, until, mode, ...changed });
     if (next.toString() === key) setAgain(again + 1);
     else setParams(next, { replace });
   }
@@ -261,6 +274,17 @@ export function SearchPage() {
             selected={tags}
             onChange={(chosen) => apply({ tags: chosen })}
           />
+          {(facets?.fileTypes.length ?? 0) > 1 || types.length ? (
+            // Only for a vault with more than notes: PDFs, pictures, canvases, Office files.
+            <FilterPicker
+              label="Types"
+              placeholder="Any type of file"
+              options={facets?.fileTypes ?? []}
+              loaded={facets !== undefined}
+              selected={types}
+              onChange={(chosen) => apply({ types: chosen })}
+            />
+          ) : null}
           <label className="date-field">
             From
             <input

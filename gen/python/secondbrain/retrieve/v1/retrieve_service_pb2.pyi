@@ -805,6 +805,7 @@ class GetFacetsResponse(_message.Message):
     DAYS_FIELD_NUMBER: _builtins.int
     NOTES_FIELD_NUMBER: _builtins.int
     UNDATED_NOTES_FIELD_NUMBER: _builtins.int
+    FILE_TYPES_FIELD_NUMBER: _builtins.int
     notes: _builtins.int
     """The notes counted."""
     undated_notes: _builtins.int
@@ -830,6 +831,13 @@ class GetFacetsResponse(_message.Message):
         first; a note spanning days counts on its last.
         """
 
+    @_builtins.property
+    def file_types(self) -> _containers.RepeatedCompositeFieldContainer[Global___FacetCount]:
+        """Every type of file the index holds (note, pdf, image, canvas, word,
+        presentation, spreadsheet: the values RetrievalFilters.file_types
+        takes), with its files.
+        """
+
     def __init__(
         self,
         *,
@@ -838,10 +846,11 @@ class GetFacetsResponse(_message.Message):
         days: _abc.Iterable[Global___FacetCount] | None = ...,
         notes: _builtins.int = ...,
         undated_notes: _builtins.int = ...,
+        file_types: _abc.Iterable[Global___FacetCount] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["days", b"days", "folders", b"folders", "notes", b"notes", "tags", b"tags", "undated_notes", b"undated_notes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["days", b"days", "file_types", b"file_types", "folders", b"folders", "notes", b"notes", "tags", b"tags", "undated_notes", b"undated_notes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
