@@ -353,10 +353,11 @@ class Passage(_message.Message):
     updated, modified), "heading", or "modification time" (the file's).
     """
     page_start: _builtins.int
-    """The first and last page (a PDF's, or a presentation's slide) the passage
-    comes from; 0 for a note's passage, which has no pages.
+    """The first page (a PDF's, or a presentation's slide) the passage comes
+    from; 0 for a note's passage, which has no pages.
     """
     page_end: _builtins.int
+    """The last page the passage comes from; 0 for a note's passage."""
     @_builtins.property
     def heading_path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The headings above the passage, outermost first."""
