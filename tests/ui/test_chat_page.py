@@ -14,6 +14,7 @@ from playwright.async_api import Page, expect
 from secondbrain.chat.v1 import chat_service_pb2 as chat
 from secondbrain.retrieve.v1 import retrieve_service_pb2 as retrieve
 from secondbrain.retrieve.v1 import retrieve_service_pb2_grpc as retrieve_grpc
+from tests.chat.conftest import eventually
 from tests.gateway.conftest import Gateway
 from tests.ui.chat_steps import CONVERSATION_URL, NEW_CONVERSATION_URL, ask, conversation_id, open_chat
 from tests.ui.conftest import SCREENSHOTS
@@ -102,7 +103,13 @@ async def test_a_citation_opens_the_reader_at_the_cited_lines(gateway: Gateway, 
     await expect(answer.locator(".text button.cite")).to_have_count(1, timeout=15_000)
     await expect(page).to_have_url(CONVERSATION_URL)
     chat_address = page.url
-    stored = await gateway.chat.get(conversation_id(chat_address))
+
+    async def answered() -> chat.Conversation | None:
+        # The citation shows as the answer streams; the stored answer has its sources once the turn is done.
+        stored = await gateway.chat.get(conversation_id(chat_address))
+        return stored if stored.messages and stored.messages[-1].sources.passages else None
+
+    stored = await eventually(answered, within=15.0)
     cited = stored.messages[-1].sources.passages[0]
     assert cited.note_path == "Projects/Garden.md"
     reader = f"/note/Projects/Garden.md?lines={cited.start_line}-{cited.end_line}"

@@ -210,6 +210,8 @@ async def test_a_first_question_the_service_turns_away_leaves_no_empty_conversat
     await ask(page, "How often do I water the tomatoes?")
     await expect(page.get_by_test_id("answer").last).to_contain_text("Every morning")
     await expect(page).to_have_url(CONVERSATION_URL)
+    # The turn is over (Send is back in the place of Stop) before the next conversation starts.
+    await expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=15_000)
     await page.get_by_role("button", name="+ New conversation").click()
     await expect(page).to_have_url(NEW_CONVERSATION_URL)
     box = page.get_by_label("Your question")
