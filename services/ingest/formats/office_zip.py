@@ -5,11 +5,26 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable
+from typing import IO, TypeVar
 
 from secondbrain.ingest.formats.base import Limits, Unreadable
 
 # A real document's parts inflate a few times over; a bomb's, thousands.
 MAX_RATIO = 200
+
+Opened = TypeVar("Opened")
+
+
+def open_office(data: bytes, limits: Limits, what: str, reader: Callable[[IO[bytes]], Opened]) -> Opened:
+    """The file read by its library's `reader`, once its archive is known to unpack within `limits`; Unreadable,
+    saying what the file is, when the library cannot read it (each raises whatever its XML and zip readers raise on
+    a broken file)."""
+    check_archive(data, limits, what)
+    try:
+        return reader(io.BytesIO(data))
+    except Exception as error:
+        raise Unreadable(f"not a {what} that can be read ({type(error).__name__}: {str(error)[:120]})") from None
 
 
 def check_archive(data: bytes, limits: Limits, what: str) -> None:

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import io
-
 import openpyxl
 
 from secondbrain.ingest.formats.base import Extracted, Limits, Part, Unreadable
-from secondbrain.ingest.formats.office_zip import check_archive
+from secondbrain.ingest.formats.office_zip import open_office
 
 # Rows of a sheet per part: a passage is then a screen of a table, each repeating the header row.
 ROWS_PER_PART = 40
 
 
 def extract_sheets(data: bytes, limits: Limits) -> Extracted:
-    check_archive(data, limits, "spreadsheet")
-    try:
-        workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    except Exception as error:  # openpyxl raises whatever its XML and zip readers raise on a broken file
-        raise Unreadable(f"not a spreadsheet that can be read ({type(error).__name__}: {str(error)[:120]})") from None
+    workbook = open_office(
+        data, limits, "spreadsheet", lambda file: openpyxl.load_workbook(file, read_only=True, data_only=True)
+    )
     extracted = Extracted()
     cells = 0
     try:

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import io
-
 import pptx
 
-from secondbrain.ingest.formats.base import Extracted, Limits, Part, Unreadable, clean_text
-from secondbrain.ingest.formats.office_zip import check_archive
+from secondbrain.ingest.formats.base import Extracted, Limits, Part, clean_text
+from secondbrain.ingest.formats.office_zip import open_office
 from secondbrain.ingest.formats.sheets import table_markdown
 
 
 def extract_slides(data: bytes, limits: Limits) -> Extracted:
-    check_archive(data, limits, "presentation")
-    try:
-        presentation = pptx.Presentation(io.BytesIO(data))
-    except Exception as error:  # python-pptx raises whatever its XML and zip readers raise on a broken file
-        raise Unreadable(f"not a presentation that can be read ({type(error).__name__}: {str(error)[:120]})") from None
+    presentation = open_office(data, limits, "presentation", pptx.Presentation)
     extracted = Extracted()
     for number, slide in enumerate(presentation.slides, start=1):
         if number > limits.max_pages:

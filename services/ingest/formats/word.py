@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import io
-
 import docx
 from docx.document import Document
 from docx.oxml.ns import qn
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 
-from secondbrain.ingest.formats.base import Extracted, Limits, Part, Unreadable, clean_text
-from secondbrain.ingest.formats.office_zip import check_archive
+from secondbrain.ingest.formats.base import Extracted, Limits, Part, clean_text
+from secondbrain.ingest.formats.office_zip import open_office
 from secondbrain.ingest.formats.sheets import table_markdown
 
 
 def extract_word(data: bytes, limits: Limits) -> Extracted:
-    check_archive(data, limits, "Word document")
-    try:
-        document = docx.Document(io.BytesIO(data))
-    except Exception as error:  # python-docx raises whatever its XML and zip readers raise on a broken file
-        raise Unreadable(f"not a Word document that can be read ({type(error).__name__}: {str(error)[:120]})") from None
+    document = open_office(data, limits, "Word document", docx.Document)
     extracted = Extracted()
     heading, lines = "Start", []
     for block in _blocks(document):
