@@ -45,7 +45,10 @@ def test_snake_case_names_and_booleans_work_in_a_query_string() -> None:
 @pytest.mark.parametrize(
     ("params", "says"),
     [
-        ({"q": ["x"]}, "unknown query parameter 'q'; known: filters.dateFrom, filters.dateTo, filters.fileTypes, filters.folders"),
+        (
+            {"q": ["x"]},
+            "unknown query parameter 'q'; known: filters.dateFrom, filters.dateTo, filters.fileTypes, filters.folders",
+        ),
         ({"limit": ["1", "2"]}, "given 2 times"),
     ],
 )
