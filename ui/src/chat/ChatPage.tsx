@@ -174,7 +174,9 @@ export function ChatPage({ onUnauthenticated }: { onUnauthenticated: () => void 
       return;
     }
     forgetConversation(id);
-    if (routed.routeRef.current === id) {
+    // The address the first question moved to may not have been rendered yet (the ref follows renders): the
+    // browser's own address says where the page is.
+    if (routed.routeRef.current === id || window.location.pathname === chatUrl(id)) {
       keptPersona.current = persona;
       const about = scopePath;
       navigate(about ? chatUrl(undefined, about) : chatUrl(), { replace: true, state: { fresh: true } });
