@@ -58,6 +58,7 @@ def bounds_of(section: IngestSection) -> Bounds:
 # The notes an attachment's context names, and the characters it takes: a line of context, not a summary (it is
 # embedded with every passage of the file, in the room the chunker leaves for a context line).
 SHOWN_IN_NOTES = 3
+SHOWN_IN = "Shown in "
 SHOWN_IN_CHARACTERS = 160
 _LINK = re.compile(r"!?\[\[[^\]]*\]\]")
 _MARKERS = re.compile(r"^\s*(?:[-*+>]|\d+[.)]|#{1,6})\s*")
@@ -73,7 +74,7 @@ def shown_in_context(shown: list[tuple[str, str]]) -> str:
         parts.append(f"{title}: {said}" if said else title)
     if not parts:
         return ""
-    text = "Shown in " + "; ".join(parts)
+    text = SHOWN_IN + "; ".join(parts)
     return text if len(text) <= SHOWN_IN_CHARACTERS else text[: SHOWN_IN_CHARACTERS - 1].rstrip() + "…"
 
 

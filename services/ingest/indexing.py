@@ -23,6 +23,7 @@ from secondbrain.errors import FailedPrecondition, InvalidInput, NotFound, Secon
 from secondbrain.file_kinds import is_attachment
 from secondbrain.ingest import store
 from secondbrain.ingest.attachment_text import (
+    SHOWN_IN,
     SHOWN_IN_NOTES,
     AttachmentText,
     attachment_text,
@@ -239,6 +240,19 @@ class NoteIndexer:
             await self._touch(file)
             return Outcome.UNCHANGED
         return prepared
+
+    async def stale_shown_in(self, paths: Sequence[str]) -> list[str]:
+        """Which of the indexed attachments at `paths` carry notes they are shown in that are no longer so: a note
+        embedding one was added, changed or deleted since it was read. Their passages are read again with the notes
+        as they are now."""
+        stale = []
+        async with self.db.pool.acquire() as connection:
+            stored = await store.first_contexts(connection, list(paths))
+            for path, context in stored.items():
+                shown = shown_in_context(await store.shown_in(connection, path, SHOWN_IN_NOTES))
+                if not _context_has(context, shown):
+                    stale.append(path)
+        return stale
 
     async def _touch(self, file: VaultFile) -> None:
         """Touched but not changed: remember the new mtime so the next sync skips it without reading."""
@@ -459,3 +473,10 @@ def _not_stored(error: asyncpg.PostgresError | TimeoutError) -> str:
             "it or lower ingest.max_chunks_per_note"
         )
     return f"not stored: the database refused it ({type(error).__name__}: {str(error)[:200]})"
+
+
+def _context_has(context: str, shown: str) -> bool:
+    """Whether a chunk's stored `context` is the one `shown` makes: `shown`, then (with enrichment) a written line."""
+    if not shown:
+        return not context.startswith(SHOWN_IN)
+    return context == shown or context.startswith(f"{shown} ")

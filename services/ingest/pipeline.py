@@ -168,7 +168,10 @@ class Ingestor:
         yield SyncStarted(str(root), totals.files_seen, model, reembed)
         status = "failed"
         try:
+            unchanged: set[str] = set()
             async for event in self._sync_changed(run_id, root, files, index, totals, force):
+                if event.outcome is Outcome.UNCHANGED:
+                    unchanged.add(event.path)
                 yield event
             listed = {file.path for file in files}
             for item in skipped:
@@ -189,6 +192,9 @@ class Ingestor:
                 async with self.db.pool.acquire() as connection:
                     removed = await store.delete_notes(connection, [path])
                 yield totals.report(path, Outcome.DELETED, removed)
+            if totals.added or totals.updated or totals.deleted:
+                async for event in self._refresh_shown_in(run_id, root, files, unchanged, totals):
+                    yield event
             async with self.db.pool.acquire() as connection:
                 await store.replace_vault_personas(connection, personas)
             status = "succeeded"
@@ -240,6 +246,24 @@ class Ingestor:
         if not changed:
             return
         async for event in self.queue.queue_and_follow(run_id, root, force, changed, totals):
+            yield event
+
+    async def _refresh_shown_in(
+        self, run_id: int, root: Path, files: Sequence[VaultFile], unchanged: set[str], totals: Totals
+    ) -> AsyncIterator[FileDone]:
+        """Read again the attachments this sync found unchanged whose passages name notes they are no longer shown
+        in as they were (a note embedding one was added, edited or deleted), so their context is the notes' now.
+        Each is reported again, as updated, in place of unchanged."""
+        on_disk = {file.path: file.on_disk for file in files if is_attachment(file.path) and file.path in unchanged}
+        if not on_disk:
+            return
+        stale = await self.indexer.stale_shown_in(list(on_disk))
+        if not stale:
+            return
+        for _ in stale:
+            totals.uncount(Outcome.UNCHANGED)
+        changed = {on_disk[path]: path for path in stale}
+        async for event in self.queue.queue_and_follow(run_id, root, True, changed, totals):
             yield event
 
     async def _finish_run(self, run_id: int, status: str, totals: Totals) -> None:

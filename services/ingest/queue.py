@@ -69,7 +69,9 @@ class WorkQueue:
             while remaining:
                 async with self.db.pool.acquire() as connection:
                     finished = await store.finished_since(connection, run_id, after)
-                finished = [item for item in finished if item.path not in reported]
+                # A run may queue twice (attachments read again once its notes are written): the first call's rows are
+                # not this one's.
+                finished = [item for item in finished if item.path in changed and item.path not in reported]
                 for item in finished:
                     reported.add(item.path)
                     after, remaining = max(after, item.done_seq), remaining - 1

@@ -85,6 +85,43 @@ async def test_attachments_are_indexed_and_hostile_ones_fail_one_by_one(ingest: 
     assert any("1.5 bar" in text for text in ingest.embedded_texts()[embedded:])
 
 
+async def contexts_of(ingest: Ingest, path: str) -> set[str]:
+    async with ingest.db.pool.acquire() as connection:
+        rows = await connection.fetch(
+            "SELECT DISTINCT c.context FROM vault_chunks c JOIN vault_files f ON f.id = c.file_id WHERE f.path = $1",
+            path,
+        )
+    return {row["context"] for row in rows}
+
+
+async def test_a_note_edited_or_deleted_changes_the_context_of_the_attachment_it_shows(ingest: Ingest) -> None:
+    """The attachment is unchanged on disk, but the notes it is shown in are not: its passages follow them."""
+    root = ingest.vault.root
+    ingest.vault.write("Boiler.md", "# Boiler\n\nThe manual: ![[Boiler manual.pdf]]\n")
+    ingest.vault.write("Other.md", "# Other\n\nNothing about boilers.\n")
+    files_made.write(root, "Boiler manual.pdf", files_made.pdf([["Bleed the radiators before the service."]]))
+    await ingest.sync()
+    assert await contexts_of(ingest, "Boiler manual.pdf") == {"Shown in Boiler: The manual:"}
+
+    # A note that does not show it changes: the attachment stays unchanged, and nothing of it is embedded.
+    embedded = len(ingest.embedded_texts())
+    ingest.vault.write("Other.md", "# Other\n\nStill nothing about boilers.\n")
+    quiet = files(await ingest.sync())
+    assert quiet["Boiler manual.pdf"].outcome == pb.FILE_OUTCOME_UNCHANGED
+    assert not any("radiators" in text for text in ingest.embedded_texts()[embedded:])
+
+    ingest.vault.write("Boiler.md", "# Boiler\n\nThe service manual, 2019 edition: ![[Boiler manual.pdf]]\n")
+    edited = await ingest.sync()
+    assert files(edited)["Boiler manual.pdf"].outcome == pb.FILE_OUTCOME_UPDATED
+    assert await contexts_of(ingest, "Boiler manual.pdf") == {"Shown in Boiler: The service manual, 2019 edition:"}
+    totals = edited[-1].done.totals
+    assert (totals.files_done, totals.updated) == (3, 2), "reported once, as updated"
+
+    (root / "Boiler.md").unlink()
+    files(await ingest.sync())
+    assert await contexts_of(ingest, "Boiler manual.pdf") == {""}
+
+
 async def test_with_attachments_off_only_notes_are_indexed_and_stored_attachments_go(ingest: Ingest) -> None:
     ingest.vault.write("Architecture.md", ARCHITECTURE_NOTE)
     files_made.write(ingest.vault.root, "Paper.pdf", files_made.pdf([["A paper about pumps."]]))

@@ -8,7 +8,7 @@ a queued file is claimed by one worker at a time, and taken over when its claim 
 """
 
 from secondbrain.ingest.store.index_settings import ensure_chunking, ensure_text_search_config, switch_model
-from secondbrain.ingest.store.links import is_indexed, links_naming, shown_in
+from secondbrain.ingest.store.links import first_contexts, is_indexed, links_naming, shown_in
 from secondbrain.ingest.store.notes import (
     ChunkRow,
     IndexedFile,
@@ -70,6 +70,7 @@ __all__ = [
     "fetch_file",
     "fetch_files",
     "fetch_index",
+    "first_contexts",
     "finish_item",
     "finish_run",
     "finished_since",

@@ -52,3 +52,16 @@ async def links_naming(connection: asyncpg.Connection, endings: list[str], limit
         limit,
     )
     return [(row["path"], row["target"]) for row in rows]
+
+
+async def first_contexts(connection: asyncpg.Connection, paths: list[str]) -> dict[str, str]:
+    """The context line of the first chunk of each indexed file in `paths` (an attachment's begins with the notes it
+    is shown in), by path; a file with no chunks is left out."""
+    rows = await connection.fetch(
+        """
+        SELECT f.path, c.context FROM vault_files f JOIN vault_chunks c ON c.file_id = f.id AND c.chunk_index = 0
+        WHERE f.path = ANY($1::text[]) AND f.status = 'indexed'
+        """,
+        paths,
+    )
+    return {row["path"]: row["context"] or "" for row in rows}
