@@ -61,6 +61,19 @@ def _text_stream(lines: list[str]) -> bytes:
     return "\n".join(commands).encode("latin-1")
 
 
+def laid_out_pdf(pages: list[list[tuple[float, float, float, str]]]) -> bytes:
+    """A PDF of `pages`, each a list of (x, y, type size, text) set where they say, in Helvetica: a table's cells
+    side by side, a heading larger than its body."""
+    streams = []
+    for items in pages:
+        commands = []
+        for x, y, size, text in items:
+            escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+            commands.append(f"BT /F1 {size} Tf {x} {y} Td ({escaped}) Tj ET")
+        streams.append(zlib.compress("\n".join(commands).encode("latin-1")))
+    return pdf([[] for _ in pages], streams=streams)
+
+
 def pdf_bomb(inflated_bytes: int) -> bytes:
     """A one-page PDF whose content stream is a few hundred kilobytes that inflate to `inflated_bytes` of spaces."""
     squeezer = zlib.compressobj(9)

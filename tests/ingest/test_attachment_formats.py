@@ -41,6 +41,38 @@ def test_a_pdf_is_read_page_by_page() -> None:
     assert extracted.unread == []
 
 
+def body(y: float, text: str) -> tuple[float, float, float, str]:
+    return (72, y, 11, text)
+
+
+def test_a_table_row_reads_as_its_cells_and_a_sentence_as_itself() -> None:
+    row = [(72, 600, 10, "Alabama"), (200, 600, 10, "18,870"), (260, 600, 10, "0"), (290, 600, 10, "00")]
+    data = files_made.laid_out_pdf([[body(700, "The checks by state, as the bureau counted them."), *row]])
+    text = extract(".pdf", data).parts[0].text
+    assert "The checks by state, as the bureau counted them." in text
+    assert "Alabama | 18,870 | 0 | 00" in text
+
+
+def test_without_an_outline_a_page_is_in_the_section_its_headings_show() -> None:
+    running = (72, 760, 20, "ACME Boiler Manual")  # on every page: the running head, no section
+    data = files_made.laid_out_pdf(
+        [
+            [running, (72, 700, 20, "Installation"), body(670, "Fit the flue first."), body(650, "Then the pump.")],
+            [running, body(700, "Bleed the radiators."), body(680, "Check the pressure gauge.")],
+            [
+                running,
+                body(700, "A last step of installing."),
+                (72, 660, 20, "Servicing"),
+                body(630, "Once a year, by an engineer, with the casing off and the burner cleaned."),
+            ],
+            [running, (72, 700, 20, "Warning: read this first."), body(670, "Turn the gas off.")],
+        ]
+    )
+    headings = [part.heading for part in extract(".pdf", data).parts]
+    # Page 3 is mostly under its own heading; a large sentence (page 4) is not a heading, so Servicing goes on.
+    assert headings == ["Page 1: Installation", "Page 2: Installation", "Page 3: Servicing", "Page 4: Servicing"]
+
+
 def test_pages_past_the_limit_are_not_read_and_said() -> None:
     data = files_made.pdf([[f"Page number {n} text here."] for n in range(1, 6)])
     extracted = extract(".pdf", data, Limits(max_pages=2))
