@@ -64,9 +64,14 @@ async def test_a_cited_page_of_a_pdf_opens_at_that_page(vault: Gateway, page: Pa
 async def test_the_note_that_embeds_a_pdf_links_to_it_and_the_pdf_has_it_as_a_backlink(
     vault: Gateway, page: Page
 ) -> None:
+    vault.chat.write("Service.md", f"# Service\n\nFirst [[{PDF_PATH}#page=2|bleed the radiators]].\n")
+    await vault.chat.ingest()
     await page.goto(f"{vault.envoy_url}/note/{quote(PDF_PATH)}")
     backlinks = page.get_by_role("region", name=re.compile("Backlinks"))
     await expect(backlinks.get_by_role("link", name="Boiler")).to_be_visible()
+    # A note that links to a page of it says which.
+    await expect(backlinks.get_by_role("listitem").filter(has_text="Service")).to_contain_text("citing page 2")
+    await expect(backlinks.get_by_role("listitem").filter(has_text="Boiler")).not_to_contain_text("citing")
     await expect(page.get_by_role("button", name="Open the PDF", exact=True)).to_be_visible()
 
 

@@ -58,21 +58,31 @@ export function OutgoingLinks({ links }: { links: readonly NoteLink[] }) {
   );
 }
 
+// The pages of a PDF that a note's links to it name (Obsidian's `[[manual.pdf#page=3]]`), in order, once each.
+function pagesCited(links: readonly NoteLink[]): string[] {
+  const pages = links.map((link) => /^page=(\d+)$/.exec(link.heading)?.[1]).filter((page) => page !== undefined);
+  return [...new Set(pages)];
+}
+
 export function Backlinks({ links }: { links: readonly NoteLink[] }) {
   const byNote = new Map<string, NoteLink[]>();
   for (const link of links) byNote.set(link.path, [...(byNote.get(link.path) ?? []), link]);
   return (
     <SideSection id="backlinks-title" title="Backlinks" count={byNote.size} empty="No note links here.">
       <ul className="link-list">
-        {[...byNote].map(([path, from]) => (
-          <li key={path}>
-            <Link to={noteUrl(path, { lines: [from[0].line, from[0].line] })}>{noteName(path)}</Link>
-            <span className="muted small">
-              {" "}
-              {from.length === 1 ? `line ${from[0].line}` : `${from.length} links`}
-            </span>
-          </li>
-        ))}
+        {[...byNote].map(([path, from]) => {
+          const pages = pagesCited(from);
+          return (
+            <li key={path}>
+              <Link to={noteUrl(path, { lines: [from[0].line, from[0].line] })}>{noteName(path)}</Link>
+              <span className="muted small">
+                {" "}
+                {from.length === 1 ? `line ${from[0].line}` : `${from.length} links`}
+                {pages.length ? `, citing ${pages.length === 1 ? "page" : "pages"} ${pages.join(", ")}` : null}
+              </span>
+            </li>
+          );
+        })}
       </ul>
     </SideSection>
   );
