@@ -113,6 +113,10 @@ def parse_sse(text: str) -> list[ServerSentEvent]:
     return events
 
 
+def _open_descriptors() -> int:
+    return sum(1 for _ in Path("/proc/self/fd").iterdir())
+
+
 @pytest.fixture
 async def gateway(stack: ChatStack, tmp_path: Path) -> AsyncIterator[Gateway]:  # noqa: F811
     handle = Gateway(stack, tmp_path / "envoy")
@@ -120,6 +124,15 @@ async def gateway(stack: ChatStack, tmp_path: Path) -> AsyncIterator[Gateway]:  
         await handle.start()
         yield handle
     finally:
+        # Printed, so shown only beside a failure: twice in full runs a request straight to the shim waited 30 s
+        # for an answer that never came, and nothing else said why. This is what the shim held then.
+        if handle.shim is not None:
+            shim = handle.shim.server
+            print(
+                f"shim at teardown: port {handle.shim.port}, serving {[s.is_serving() for s in shim.servers]}, "
+                f"{len(shim.server_state.connections)} connections, {len(shim.server_state.tasks)} requests running, "
+                f"task done {handle.shim.task.done()}, open descriptors {_open_descriptors()}"
+            )
         for client in handle.clients:
             await client.aclose()
         await handle.stop()
