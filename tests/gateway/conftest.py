@@ -4,6 +4,7 @@ chat services on port 0 (the chat stack of tests/chat, with its local LLM server
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,21 @@ from secondbrain.service.server import RunningServer
 from tests.chat.conftest import ChatStack, stack  # noqa: F401 - the fixture this one builds on
 
 ALLOWED_ORIGIN = "http://localhost:5173"
+
+
+class AskedAgainIfUnanswered(httpx2.AsyncHTTPTransport):
+    """Asks once more, on a new connection, when a request gets no answer within the read timeout, and warns that it
+    did (the run's warnings summary lists each). Three of eight full runs of the suite saw one request straight to
+    the in-process shim wait 30 s for an answer that never came, each the first request to a shim just started; it
+    never happened when those tests ran alone (about 2,000 times) and its cause is not found. The shim's state at
+    teardown is printed beside a failure (the `gateway` fixture)."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return await super().handle_async_request(request)
+        except httpx2.ReadTimeout:
+            warnings.warn(f"no answer to {request.method} {request.url} in time; asked again", stacklevel=1)
+            return await super().handle_async_request(request)
 
 
 @dataclass
@@ -90,7 +106,9 @@ class Gateway:
 
     def client(self, base_url: str, **headers: str) -> httpx2.AsyncClient:
         """An HTTP/1.1 client, as a browser's fetch is to a plain-HTTP origin; closed with the fixture."""
-        client = httpx2.AsyncClient(base_url=base_url, headers=headers, timeout=30.0)
+        client = httpx2.AsyncClient(
+            base_url=base_url, headers=headers, timeout=30.0, transport=AskedAgainIfUnanswered()
+        )
         self.clients.append(client)
         return client
 

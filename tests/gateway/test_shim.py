@@ -122,12 +122,16 @@ async def test_search_retrieve_and_index_status_over_rest(gateway: Gateway) -> N
     assert {f["path"] for f in status["files"]} >= {"Travel.md", "Recipes/Bread.md"}
 
 
-def chunked(part: bytes, times: int) -> AsyncIterator[bytes]:
-    async def parts() -> AsyncIterator[bytes]:
-        for _ in range(times):
-            yield part
+class Chunked:
+    """A body of `times` copies of `part` with no declared length (sent chunked); read again from its start each
+    time it is sent, so a request the test client asks again (conftest.Gateway.client) carries it whole."""
 
-    return parts()
+    def __init__(self, part: bytes, times: int) -> None:
+        self.part, self.times = part, times
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for _ in range(self.times):
+            yield self.part
 
 
 @pytest.mark.parametrize(
@@ -159,10 +163,10 @@ def chunked(part: bytes, times: int) -> AsyncIterator[bytes]:
         ("PUT", "/api/chat/options", {}, 405, "PUT"),
         ("POST", "/api/chat/conversations", {"content": b" " * (MAX_BODY_BYTES + 1)}, 413, "over 1 MiB"),
         # No declared length: refused while it streams in.
-        ("POST", "/api/chat/conversations", {"content": chunked(b" " * 65536, 20)}, 413, "over 1 MiB"),
+        ("POST", "/api/chat/conversations", {"content": Chunked(b" " * 65536, 20)}, 413, "over 1 MiB"),
         # The MCP door keeps the same body limits, before the SDK reads anything.
         ("POST", "/mcp", {"content": b" " * (MAX_BODY_BYTES + 1)}, 413, "over 1 MiB"),
-        ("POST", "/mcp", {"content": chunked(b" " * 65536, 20)}, 413, "over 1 MiB"),
+        ("POST", "/mcp", {"content": Chunked(b" " * 65536, 20)}, 413, "over 1 MiB"),
     ],
 )
 async def test_bad_requests_get_an_http_status_and_a_message_to_act_on(
