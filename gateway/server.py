@@ -183,6 +183,26 @@ class RunningShim:
         await self.task
 
 
+def _forget_closed_registrations(loop: asyncio.AbstractEventLoop) -> None:
+    """Drop the loop's registrations of descriptors already closed, naming what registered each. A descriptor closed
+    without its reader being removed keeps its registration; the next socket given its number (the lowest free one:
+    often this listening socket) is then "registered" with no change the selector passes on to epoll, which dropped
+    the closed one, and no connection to it is ever accepted. Full test runs saw exactly that: a shim listening,
+    never answering (tests/gateway/conftest.py)."""
+    selector = getattr(loop, "_selector", None)
+    if selector is None:
+        return
+    for key in list(selector.get_map().values()):
+        try:
+            os.fstat(key.fd)
+        except OSError:
+            selector.unregister(key.fd)
+            log.warning(
+                "an event loop registration outlived its descriptor; dropped before listening",
+                extra={"fd": key.fd, "registered": repr(key.data)},
+            )
+
+
 async def start_shim(
     settings: Settings,
     *,
@@ -226,6 +246,7 @@ async def start_shim(
         backlog=SHIM_ACCEPT_BACKLOG,
     )
     count_accept_errors()
+    _forget_closed_registrations(asyncio.get_running_loop())
     server = uvicorn.Server(config)
     # The process's signal handlers belong to whoever runs the loop (serve, the supervisor, a test).
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign]

@@ -20,6 +20,7 @@ from secondbrain.gateway.server import (
     AcceptErrorsCounted,
     BoundedH11Protocol,
     RunningShim,
+    _forget_closed_registrations,
     count_accept_errors,
     start_shim,
 )
@@ -145,3 +146,28 @@ async def test_a_flood_of_failed_accepts_is_logged_as_a_count(caplog: pytest.Log
     assert len(records) == 1, len(records)
     assert records[0].exc_info is None and "Too many open files" in records[0].getMessage()
     assert counted.unlogged == 9_999
+
+
+
+async def test_registrations_of_closed_descriptors_are_dropped_before_the_shim_listens() -> None:
+    """A descriptor closed without its reader removed leaves its registration in the loop; a socket given its number
+    next is then never watched (three full runs saw a shim listening that never answered: a fresh loop shows it,
+    the listening socket taking the closed one's number and no connection ever accepted). Before listening, the shim
+    drops registrations whose descriptor is closed, and one still open stays."""
+    loop = asyncio.get_running_loop()
+    selector = loop._selector  # type: ignore[attr-defined]
+    closed, peer = socket.socketpair()
+    kept, kept_peer = socket.socketpair()
+    loop.add_reader(closed.fileno(), lambda: None)
+    loop.add_reader(kept.fileno(), lambda: None)
+    number = closed.fileno()
+    closed.close()  # behind the loop's back: its registration stays
+    assert number in selector.get_map()
+    try:
+        _forget_closed_registrations(loop)
+        assert number not in selector.get_map()
+        assert kept.fileno() in selector.get_map()
+    finally:
+        loop.remove_reader(kept.fileno())
+        for sock in (peer, kept, kept_peer):
+            sock.close()
