@@ -148,7 +148,6 @@ async def test_a_flood_of_failed_accepts_is_logged_as_a_count(caplog: pytest.Log
     assert counted.unlogged == 9_999
 
 
-
 async def test_registrations_of_closed_descriptors_are_dropped_before_the_shim_listens() -> None:
     """A descriptor closed without its reader removed leaves its registration in the loop; a socket given its number
     next is then never watched (three full runs saw a shim listening that never answered: a fresh loop shows it,
