@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import select
+import selectors
 import signal
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from weakref import WeakKeyDictionary
 
 import h11
@@ -203,6 +206,33 @@ def _forget_closed_registrations(loop: asyncio.AbstractEventLoop) -> None:
             )
 
 
+def _keep_epoll_in_step(loop: asyncio.AbstractEventLoop) -> None:
+    """Make the loop's epoll selector tell epoll every registration it changes, even when the events are unchanged.
+    It skips epoll then, so a descriptor whose number was closed and reused while still registered (epoll dropped the
+    closed one) stays unwatched: a listening socket or an accepted connection that is never read. Once per loop."""
+    selector = getattr(loop, "_selector", None)
+    if not isinstance(selector, selectors.EpollSelector) or getattr(selector, "_kept_in_step", False):
+        return
+    modify = selector.modify
+
+    def modify_in_step(fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        key = modify(fileobj, events, data)
+        mask = (select.EPOLLIN if events & selectors.EVENT_READ else 0) | (
+            select.EPOLLOUT if events & selectors.EVENT_WRITE else 0
+        )
+        epoll = selector._selector  # type: ignore[attr-defined]
+        try:
+            epoll.modify(key.fd, mask)
+        except FileNotFoundError:  # not in epoll: the registration outlived the descriptor it was made for
+            epoll.register(key.fd, mask)
+        except OSError:  # closed: the loop finds out when it next uses it, as before
+            pass
+        return key
+
+    selector.modify = modify_in_step  # type: ignore[method-assign]
+    selector._kept_in_step = True  # type: ignore[attr-defined]
+
+
 async def start_shim(
     settings: Settings,
     *,
@@ -247,6 +277,7 @@ async def start_shim(
     )
     count_accept_errors()
     _forget_closed_registrations(asyncio.get_running_loop())
+    _keep_epoll_in_step(asyncio.get_running_loop())
     server = uvicorn.Server(config)
     # The process's signal handlers belong to whoever runs the loop (serve, the supervisor, a test).
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign]

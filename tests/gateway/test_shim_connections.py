@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -170,3 +171,41 @@ async def test_registrations_of_closed_descriptors_are_dropped_before_the_shim_l
         loop.remove_reader(kept.fileno())
         for sock in (peer, kept, kept_peer):
             sock.close()
+
+
+async def test_a_socket_given_the_number_of_a_closed_registered_one_is_still_accepted_on() -> None:
+    """The number of a descriptor closed while registered, reused by a listening socket (as the lowest free number
+    is): once the shim has started on the loop, the loop still accepts connections on it."""
+    running = await start_shim(load_settings(), host="127.0.0.1", port=0, addresses=NOWHERE)
+    loop = asyncio.get_running_loop()
+    closed, peer = socket.socketpair()
+    try:
+        loop.add_reader(closed.fileno(), lambda: None)
+        number = closed.fileno()
+        listening = socket.socket()
+        os.dup2(listening.fileno(), number)  # the closed one's number now names a new socket, still registered
+        closed.detach()
+        listening.close()
+        reused = socket.socket(fileno=number)
+        reused.bind(("127.0.0.1", 0))
+        accepted = asyncio.get_running_loop().create_future()
+        server = await loop.create_server(lambda: _Accepted(accepted), sock=reused)
+        try:
+            _, writer = await asyncio.open_connection(*reused.getsockname())
+            await asyncio.wait_for(accepted, 5)
+            writer.close()
+        finally:
+            server.close()
+    finally:
+        peer.close()
+        await running.stop()
+
+
+class _Accepted(asyncio.Protocol):
+    def __init__(self, accepted: asyncio.Future[None]) -> None:
+        self.accepted = accepted
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if not self.accepted.done():
+            self.accepted.set_result(None)
+        transport.close()
