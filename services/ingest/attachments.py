@@ -167,7 +167,7 @@ class AttachmentReader:
         async with self.db.pool.acquire() as connection:
             if await store.is_indexed(connection, path):
                 return True
-            links = await store.links_naming(connection, _endings(path), MAX_LINKS_CHECKED)
+            links = await store.links_naming(connection, path, MAX_LINKS_CHECKED)
         return any(listing.resolve(note_path(target), source) == path for source, target in links)
 
 
@@ -231,12 +231,6 @@ def _media_type_of(path: str) -> str:
         kind = f"a {suffix} file" if suffix else "a file without an extension"
         raise InvalidInput(f"{path} is {kind}; only {SERVED_TYPES} files are served")
     return media_type
-
-
-def _endings(path: str) -> list[str]:
-    """What a link naming `path` can be written as, lower-cased: the path and each ending of it after a '/'."""
-    parts = path.lower().split("/")
-    return ["/".join(parts[index:]) for index in range(len(parts))]
 
 
 def list_vault_files(root: Path, ignore: Sequence[str]) -> Listing:

@@ -245,14 +245,12 @@ class NoteIndexer:
         """Which of the indexed attachments at `paths` carry notes they are shown in that are no longer so: a note
         embedding one was added, changed or deleted since it was read. Their passages are read again with the notes
         as they are now."""
-        stale = []
         async with self.db.pool.acquire() as connection:
             stored = await store.first_contexts(connection, list(paths))
-            for path, context in stored.items():
-                shown = shown_in_context(await store.shown_in(connection, path, SHOWN_IN_NOTES))
-                if not _context_has(context, shown):
-                    stale.append(path)
-        return stale
+            shown = await store.shown_in_each(connection, list(stored), SHOWN_IN_NOTES)
+        return [
+            path for path, context in stored.items() if not _context_has(context, shown_in_context(shown.get(path, [])))
+        ]
 
     async def _touch(self, file: VaultFile) -> None:
         """Touched but not changed: remember the new mtime so the next sync skips it without reading."""

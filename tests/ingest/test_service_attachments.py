@@ -100,8 +100,15 @@ async def test_a_note_edited_or_deleted_changes_the_context_of_the_attachment_it
     ingest.vault.write("Boiler.md", "# Boiler\n\nThe manual: ![[Boiler manual.pdf]]\n")
     ingest.vault.write("Other.md", "# Other\n\nNothing about boilers.\n")
     files_made.write(root, "Boiler manual.pdf", files_made.pdf([["Bleed the radiators before the service."]]))
+    # A second attachment, shown in more notes than a context names (three, in path order), checked in the same
+    # statement as the first: neither's notes may count for the other.
+    files_made.write(root, "Notes/Errata.docx", files_made.docx("Errata", ["The flue clearance is 300 mm."]))
+    for name in ("D", "C", "B", "A"):
+        ingest.vault.write(f"Errata {name}.md", f"# Errata {name}\n\nSee ![[Errata.docx]]\n")
     await ingest.sync()
     assert await contexts_of(ingest, "Boiler manual.pdf") == {"Shown in Boiler: The manual:"}
+    errata = "Shown in Errata A: See; Errata B: See; Errata C: See"
+    assert await contexts_of(ingest, "Notes/Errata.docx") == {errata}
 
     # A note that does not show it changes: the attachment stays unchanged, and nothing of it is embedded.
     embedded = len(ingest.embedded_texts())
@@ -115,7 +122,9 @@ async def test_a_note_edited_or_deleted_changes_the_context_of_the_attachment_it
     assert files(edited)["Boiler manual.pdf"].outcome == pb.FILE_OUTCOME_UPDATED
     assert await contexts_of(ingest, "Boiler manual.pdf") == {"Shown in Boiler: The service manual, 2019 edition:"}
     totals = edited[-1].done.totals
-    assert (totals.files_done, totals.updated) == (3, 2), "reported once, as updated"
+    assert (totals.files_done, totals.updated) == (8, 2), "reported once, as updated"
+    assert files(edited)["Notes/Errata.docx"].outcome == pb.FILE_OUTCOME_UNCHANGED
+    assert await contexts_of(ingest, "Notes/Errata.docx") == {errata}
 
     (root / "Boiler.md").unlink()
     files(await ingest.sync())

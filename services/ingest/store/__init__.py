@@ -8,7 +8,7 @@ a queued file is claimed by one worker at a time, and taken over when its claim 
 """
 
 from secondbrain.ingest.store.index_settings import ensure_chunking, ensure_text_search_config, switch_model
-from secondbrain.ingest.store.links import first_contexts, is_indexed, links_naming, shown_in
+from secondbrain.ingest.store.links import first_contexts, is_indexed, links_naming, shown_in, shown_in_each
 from secondbrain.ingest.store.notes import (
     ChunkRow,
     IndexedFile,
@@ -85,6 +85,7 @@ __all__ = [
     "renew_claims",
     "replace_vault_personas",
     "shown_in",
+    "shown_in_each",
     "start_run",
     "switch_model",
     "to_datetime",
