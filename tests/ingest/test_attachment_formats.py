@@ -209,6 +209,9 @@ def test_the_rendering_is_a_note_whose_headings_are_the_places_and_whose_lines_k
 @example("∂e\n∂xc\n=\n1\nμ")
 @example("total\n-\n12")
 @example("Results\n- - -")
+# Inside a blockquote or a list item, where each is a heading too.
+@example(">#")
+@example("> # Quoted\n- # Listed\n1) # Numbered\n> text\n> ===")
 @given(st.text(alphabet=st.sampled_from("ab #=-*_>[]!|`~\n\t"), max_size=60) | st.text())
 def test_escaped_text_never_makes_a_heading_tag_or_link(text: str) -> None:
     escaped = escape_plain(clean_text(text))

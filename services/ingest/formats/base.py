@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 _NOT_TEXT = str.maketrans({"\ufffe": None, "\x02": None, "\x00": None})
 # What would read as markdown syntax at the start of a line of extracted text: a heading (an ATX '#', or a line of
 # '=' or '-' alone under a line of text, which makes that line one: a PDF's equations have such lines), a fence,
-# front matter.
-_LINE_SYNTAX = re.compile(r"^(\s{0,3})(#|```|~~~|=+\s*$|-[-\s]*$)")
+# front matter; after any blockquote or list markers, inside which each of them is that syntax too ('>#' and
+# '- # x' are headings).
+_LINE_SYNTAX = re.compile(r"^((?:\s*(?:>|[-*+](?=\s)|\d{1,9}[.)](?=\s)))*\s*)(#|```|~~~|=+\s*$|-[-\s]*$)")
 # Control characters other than a line break or a tab: a font's glyphs with no Unicode meaning (PDFium gives them
 # for a broken font map), never text.
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
