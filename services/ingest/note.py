@@ -188,10 +188,15 @@ def _json_safe(value: Any, budget: _NodeBudget, depth: int = 0) -> Any:
     return str(value)
 
 
-def _masked_body_lines(lines: list[str]) -> Iterator[str]:
-    """Each body line with code (fenced blocks, inline spans) blanked, so tags and links are only found in prose.
+# What masked text is replaced by: neither whitespace nor a character of a tag or a link, so what follows a code
+# span or a link reads as it does in Obsidian ("`x`#a" and "[[x]]#a" make no tag; a space would have made one).
+_MASK = "\x00"
 
-    Blanking keeps column positions, and an empty string stands for a line inside a fence.
+
+def _masked_body_lines(lines: list[str]) -> Iterator[str]:
+    """Each body line with code (fenced blocks, inline spans) masked, so tags and links are only found in prose.
+
+    Masking keeps column positions, and an empty string stands for a line inside a fence.
     """
     fence: tuple[str, int] | None = None
     for line in lines:
@@ -231,7 +236,7 @@ def _mask_inline_code(line: str) -> str:
             continue
         start, end = runs[index][0], runs[closing][1]
         pieces.append(line[kept_from:start])
-        pieces.append(" " * (end - start))
+        pieces.append(_MASK * (end - start))
         kept_from = end
         index = closing + 1
     pieces.append(line[kept_from:])
@@ -311,15 +316,15 @@ def _inline_tags(masked: Iterable[str]) -> Iterator[str]:
     for line in masked:
         if "#" not in line:
             continue
-        for match in _TAG_RE.finditer(_WIKILINK_RE.sub(_blank, line)):
+        for match in _TAG_RE.finditer(_WIKILINK_RE.sub(_masked, line)):
             tag = match.group(1).rstrip("/")
             # "#123" is an issue number, not a tag: Obsidian wants at least one non-numeric character.
             if any(char.isalpha() for char in tag):
                 yield tag
 
 
-def _blank(match: re.Match[str]) -> str:
-    return " " * (match.end() - match.start())
+def _masked(match: re.Match[str]) -> str:
+    return _MASK * (match.end() - match.start())
 
 
 def _dedupe_casefold(tags: Iterable[str]) -> list[str]:

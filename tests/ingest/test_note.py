@@ -122,10 +122,11 @@ def test_inline_tags_follow_obsidian_rules() -> None:
         "## Heading with #inheading\n"
         "issue #123, http://x.org/#frag, [[Note#Heading]] and [[#Local]], foo#bar, (#paren)\n"
         "`#inline-code` ``#double `#still-code` code``\n"
+        "right after code `x`#glued, after a link [[Note]]#glued too, and after a space `x` #spaced\n"
         "```\n#fenced\n```\n"
         "~~~\n#tilde\n~~~\n"
     )
-    assert parse_note("a.md", body).tags == ["start", "tag-with_dash", "a/b/c", "café", "日本語", "inheading"]
+    assert parse_note("a.md", body).tags == ["start", "tag-with_dash", "a/b/c", "café", "日本語", "inheading", "spaced"]
 
 
 def test_tags_are_deduplicated_case_insensitively_keeping_the_first_spelling() -> None:

@@ -49,7 +49,7 @@ The fitter is [[People/Marta]]; the plumber is [[Nobody Yet]].
 ## Tasks
 
 - [x] Order the worktop #home
-- [ ] Book the electrician
+- [ ] Book the electrician (quote `v2`#draft, [[Suppliers]]#later, (#aside))
 
 ```python
 def total(costs):
@@ -142,6 +142,8 @@ async def test_a_search_hit_opens_its_note_as_obsidian_shows_it(vault: Gateway, 
     assert "[[" not in await note.inner_text()
     # #tags open their notes; the embedded note shows its text.
     await expect(note.locator(".note-body a.tag-link", has_text="#home")).to_have_attribute("href", "/browse?tag=home")
+    # ...and only those the index counts: no '#' right after code, a link or a bracket.
+    await expect(note.locator(".note-body a.tag-link")).to_have_count(1)
     embed = note.get_by_role("group", name="Embedded: Suppliers")
     await expect(embed).to_contain_text("Costa Stone cut the quartz worktop")
     # The image is the vault's own bytes, shown.

@@ -3,13 +3,14 @@
 // citation's lines can be highlighted. Every step builds elements, never HTML: a note's raw HTML stays text.
 import type { Element, ElementContent, Root as HastRoot } from "hast";
 import type { Blockquote, Emphasis, Paragraph, PhrasingContent, Root, Text } from "mdast";
-import { findAndReplace } from "mdast-util-find-and-replace";
+import { findAndReplace, type RegExpMatchObject } from "mdast-util-find-and-replace";
 
 // [[target#heading|alias]] and ![[...]]; the target may be empty ([[#heading]] is this note's heading).
 export const WIKILINK = /(!?)\[\[([^\]\[|#^\n]*)((?:#[^\]\[|\n]*)?)(?:\|([^\]\[\n]*))?\]\]/g;
 
-// A tag as Obsidian reads one: '#' after a space or the start, letters, digits, '_', '-', '/', not digits alone.
-const TAG = /(^|[\s(])#([\p{L}\p{N}_\-/]*[\p{L}_\-/][\p{L}\p{N}_\-/]*)/gu;
+// A tag as Obsidian reads one (and the index: services/ingest/note.py): '#' after a space or at the start of a
+// line, letters, digits, '_', '-', '/', not digits alone.
+const TAG = /(^|\s)#([\p{L}\p{N}_\-/]*[\p{L}_\-/][\p{L}\p{N}_\-/]*)/gu;
 
 function element(hName: string, hProperties: Record<string, unknown>, children: PhrasingContent[]): Emphasis {
   // An emphasis node renamed: a bare text node with an hName would be merged into the text around it.
@@ -45,7 +46,8 @@ export function remarkTags() {
       tree,
       [
         TAG,
-        (_: string, before: string, tag: string) => {
+        (_: string, before: string, tag: string, match: RegExpMatchObject) => {
+          if (!before && !startsALine(match.stack)) return false;
           const clean = tag.replace(/\/+$/, "");
           const node = element("tag", { dataTag: clean }, [{ type: "text", value: `#${clean}` }]);
           return before ? [{ type: "text", value: before } as Text, node] : node;
@@ -54,6 +56,17 @@ export function remarkTags() {
       { ignore: ["link", "linkReference", "wikilink"] },
     );
   };
+}
+
+// Whether a text node begins a line of its block: so a '#' at its start follows nothing, not a code span, a link
+// or emphasis ("`x`#a" and "[[x]]#a" are no tags in Obsidian, nor in the index).
+function startsALine(stack: RegExpMatchObject["stack"]): boolean {
+  const node = stack[stack.length - 1];
+  const parent = stack[stack.length - 2] as { type: string; children: { type: string }[] } | undefined;
+  if (!parent) return true;
+  const index = parent.children.indexOf(node);
+  if (index > 0) return parent.children[index - 1].type === "break";
+  return ["paragraph", "heading", "tableCell"].includes(parent.type);
 }
 
 const CALLOUT = /^\[!([\w-]+)\]([+-]?)[ \t]*(.*)$/;
