@@ -38,6 +38,13 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["SECONDBRAIN_MODEL_CACHE_DIR"] = str(directory)
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    from tests.gateway.conftest import WATCH_FINDINGS
+
+    for finding in WATCH_FINDINGS:
+        terminalreporter.write_line(f"a shim's listening socket was not watched at teardown: {finding}", red=True)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     if (directory := config.stash.get(_MODELS_KEY, None)) is not None:
         shutil.rmtree(directory, ignore_errors=True)

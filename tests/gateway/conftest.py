@@ -3,7 +3,10 @@ chat services on port 0 (the chat stack of tests/chat, with its local LLM server
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import selectors
 import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -135,6 +138,52 @@ def _open_descriptors() -> int:
     return sum(1 for _ in Path("/proc/self/fd").iterdir())
 
 
+# What listener_watch found wrong in this session, said again at its end (tests/conftest.py prints it), where a CI
+# log's tail shows it.
+WATCH_FINDINGS: list[str] = []
+
+
+def _epoll_interest(epoll_fd: int) -> dict[int, int]:
+    """The descriptors the kernel's epoll instance watches, with the inode of the file each was registered for."""
+    interest = {}
+    for line in Path(f"/proc/self/fdinfo/{epoll_fd}").read_text().splitlines():
+        if line.startswith("tfd:"):
+            fields = line.split()
+            inode = next((int(field[4:], 16) for field in fields if field.startswith("ino:")), -1)
+            interest[int(fields[1])] = inode
+    return interest
+
+
+def listener_watch(shim: RunningShim) -> str:
+    """Whether the loop watches the shim's listening socket as it must to accept: registered for reading, with
+    asyncio's accept as its reader, and in the kernel's epoll for this very socket. A shim that listened and never
+    accepted (five full runs, never alone) would show here which of the three was lost."""
+    loop = asyncio.get_running_loop()
+    selector = getattr(loop, "_selector", None)
+    if not isinstance(selector, selectors.EpollSelector):
+        return "the loop has no epoll selector"
+    said = []
+    for server in shim.server.servers:
+        for sock in server.sockets:
+            fd = sock.fileno()
+            key = selector.get_map().get(fd)
+            if key is None:
+                said.append(f"fd {fd} not registered with the loop")
+                WATCH_FINDINGS.append(f"{os.environ.get('PYTEST_CURRENT_TEST', '?')}: {said[-1]}")
+                continue
+            reader = key.data[0]
+            callback = getattr(getattr(reader, "_callback", None), "__name__", repr(reader))
+            inode = os.fstat(fd).st_ino
+            watched = _epoll_interest(selector._selector.fileno()).get(fd)  # type: ignore[attr-defined]
+            kernel = {inode: "in epoll", None: "not in epoll"}.get(watched, "epoll has another file")
+            cancelled = reader is not None and reader.cancelled()
+            healthy = key.events & selectors.EVENT_READ and callback == "_accept_connection" and not cancelled
+            said.append(f"fd {fd} read by {callback}{' (cancelled)' if cancelled else ''}, {kernel}")
+            if not healthy or watched != inode:
+                WATCH_FINDINGS.append(f"{os.environ.get('PYTEST_CURRENT_TEST', '?')}: {said[-1]}")
+    return "; ".join(said) or "no listening socket"
+
+
 @pytest.fixture
 async def gateway(stack: ChatStack, tmp_path: Path) -> AsyncIterator[Gateway]:  # noqa: F811
     handle = Gateway(stack, tmp_path / "envoy")
@@ -149,7 +198,8 @@ async def gateway(stack: ChatStack, tmp_path: Path) -> AsyncIterator[Gateway]:  
             print(
                 f"shim at teardown: port {handle.shim.port}, serving {[s.is_serving() for s in shim.servers]}, "
                 f"{len(shim.server_state.connections)} connections, {len(shim.server_state.tasks)} requests running, "
-                f"task done {handle.shim.task.done()}, open descriptors {_open_descriptors()}"
+                f"task done {handle.shim.task.done()}, open descriptors {_open_descriptors()}; "
+                f"its listening socket: {listener_watch(handle.shim)}"
             )
         for client in handle.clients:
             await client.aclose()
