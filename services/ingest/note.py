@@ -102,7 +102,7 @@ def parse_note(path: str, text: str, max_front_matter_bytes: int = MAX_FRONT_MAT
 
     masked = list(_masked_body_lines(body_lines))
     links = _front_matter_links(block)
-    links.extend(_links_in(masked, body_start_line))
+    links.extend(_links_in(body_lines, masked, body_start_line))
     return ParsedNote(
         path=path,
         title=_title(path, frontmatter, body_lines, masked, warnings),
@@ -343,16 +343,20 @@ def _front_matter_links(block: list[str]) -> list[WikiLink]:
     return [link for offset, line in enumerate(block) for link in _parse_links(line, offset + 2)]
 
 
-def _links_in(masked: list[str], first_line: int) -> Iterator[WikiLink]:
-    """Links in the body; matching on masked lines skips code, and masking leaves real links unchanged."""
-    for offset, line in enumerate(masked):
-        if "[[" in line:
-            yield from _parse_links(line, first_line + offset)
+def _links_in(lines: list[str], masked: list[str], first_line: int) -> Iterator[WikiLink]:
+    """Links in the body: found on the masked lines, which skips code, and read from the lines themselves (a code
+    span inside a link, `[[a `b`]]`, is the link's own text, not the mask)."""
+    for offset, (line, visible) in enumerate(zip(lines, masked, strict=True)):
+        if "[[" in visible:
+            yield from _parse_links(visible, first_line + offset, line)
 
 
-def _parse_links(line: str, line_number: int) -> Iterator[WikiLink]:
+def _parse_links(line: str, line_number: int, original: str | None = None) -> Iterator[WikiLink]:
+    """The links `line` makes, their text taken from `original` at the same places when given (masking keeps
+    columns)."""
+    text = line if original is None else original
     for match in _WIKILINK_RE.finditer(line):
-        link = _split_link(match.group(2), match.group(1) == "!", line_number)
+        link = _split_link(text[match.start(2) : match.end(2)], match.group(1) == "!", line_number)
         if link is not None:
             yield link
 

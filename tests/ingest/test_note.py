@@ -163,6 +163,13 @@ def test_links_inside_code_are_not_links() -> None:
     assert [link.target for link in parse_note("a.md", text).links] == ["real"]
 
 
+def test_a_code_span_inside_a_link_is_the_links_own_text() -> None:
+    note = parse_note("a.md", "See [[Format `code` blocks#Inline `x`|the `x` form]].\n")
+    assert [(link.target, link.heading, link.alias) for link in note.links] == [
+        ("Format `code` blocks", "Inline `x`", "the `x` form")
+    ]
+
+
 def test_an_unterminated_fence_hides_the_rest_of_the_note() -> None:
     note = parse_note("a.md", "[[before]]\n```\n[[inside]] #inside\n")
     assert [link.target for link in note.links] == ["before"]
@@ -226,6 +233,8 @@ def test_never_raises_and_keeps_its_invariants(text: str) -> None:
     for link in note.links:
         assert 1 <= link.line <= len(lines)
         assert "[[" in lines[link.line - 1]
+        # Its text is the note's own, never what masking put in place of code.
+        assert all(part in lines[link.line - 1] for part in (link.target, link.heading, link.alias))
     assert len({tag.casefold() for tag in note.tags}) == len(note.tags)
     assert all(tag and not tag.startswith("#") for tag in note.tags)
 
