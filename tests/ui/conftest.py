@@ -8,14 +8,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx2
 import pytest
 from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from secondbrain.gateway.server import default_ui_dir
 from tests.chat.conftest import stack  # noqa: F401
 from tests.gateway.conftest import (
+    WATCH_FINDINGS,
     Gateway,
     gateway,  # noqa: F401
+    listener_watch,
 )
 from tests.ui.chromium import CHROMIUM, CHROMIUM_FLAGS
 
@@ -44,10 +48,30 @@ async def page(browser: Browser, gateway: Gateway) -> AsyncIterator[Page]:  # no
     opened = await context.new_page()
     messages: list[str] = []
     opened.on("pageerror", lambda error: messages.append(str(error)))
-    await opened.goto(gateway.envoy_url)
+    try:
+        await opened.goto(gateway.envoy_url)
+    except PlaywrightTimeoutError as error:
+        raise AssertionError(f"the front page did not load: {await _which_hop_hangs(gateway)}") from error
     yield opened
     await context.close()
     assert not messages, f"the page threw: {messages}"
+
+
+async def _which_hop_hangs(gateway: Gateway) -> str:  # noqa: F811
+    """Whether the shim answers the front page itself, and through Envoy, within 5 s each; and how the loop watches
+    the shim's listening socket. Said when the front page does not load (once in a full CI run), to tell which hop
+    held it."""
+    said = []
+    for hop, url in (("the shim", gateway.shim_url), ("Envoy", gateway.envoy_url)):
+        try:
+            async with httpx2.AsyncClient(timeout=5.0) as client:
+                said.append(f"{hop} answered {(await client.get(url + '/')).status_code}")
+        except httpx2.HTTPError as error:
+            said.append(f"{hop} did not answer ({type(error).__name__})")
+    assert gateway.shim is not None
+    said.append(f"the shim's listening socket: {listener_watch(gateway.shim)}")
+    WATCH_FINDINGS.append(f"the front page did not load through Envoy: {'; '.join(said)}")
+    return "; ".join(said)
 
 
 async def settle(page: Page) -> None:
