@@ -72,6 +72,10 @@ async def test_the_note_that_embeds_a_pdf_links_to_it_and_the_pdf_has_it_as_a_ba
     # A note that links to a page of it says which.
     await expect(backlinks.get_by_role("listitem").filter(has_text="Service")).to_contain_text("citing page 2")
     await expect(backlinks.get_by_role("listitem").filter(has_text="Boiler")).not_to_contain_text("citing")
+    # A PDF links nowhere, and is not called a note for it.
+    links = page.get_by_role("region", name=re.compile("^Links"))
+    await expect(links).to_contain_text("This file links to no note.")
+    await expect(page.get_by_role("link", name="Ask about this file")).to_be_visible()
     await expect(page.get_by_role("button", name="Open the PDF", exact=True)).to_be_visible()
 
 

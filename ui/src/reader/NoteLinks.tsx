@@ -31,7 +31,8 @@ export function SideSection({
 }
 
 
-export function OutgoingLinks({ links }: { links: readonly NoteLink[] }) {
+// `empty`: what is said when there is none (a note "links to no other note"; a PDF is no note).
+export function OutgoingLinks({ links, empty }: { links: readonly NoteLink[]; empty: string }) {
   const seen = new Set<string>();
   const unique = links.filter((link) => {
     const key = link.path || `?${link.target.toLowerCase()}`;
@@ -40,7 +41,7 @@ export function OutgoingLinks({ links }: { links: readonly NoteLink[] }) {
     return true;
   });
   return (
-    <SideSection id="outgoing-title" title="Links" count={unique.length} empty="This note links to no other note.">
+    <SideSection id="outgoing-title" title="Links" count={unique.length} empty={empty}>
       <ul className="link-list">
         {unique.map((link) => (
           <li key={link.path || link.target}>

@@ -7,6 +7,7 @@ import { describeError, isUnauthenticated } from "../api";
 import { DateChip } from "../DateChip";
 import { useIndexStatus, vaultName } from "../indexStatus";
 import { browseUrl, chatUrl, notePathFrom, obsidianUrl, parseLines, tagUrl } from "../routes";
+import { isAttachmentName } from "./attachments";
 import { Backlinks, OutgoingLinks } from "./NoteLinks";
 import { NoteMarkdown, resolvedLinks } from "./NoteMarkdown";
 import { type LoadedNote, takeNote } from "./noteLoad";
@@ -155,7 +156,7 @@ export function ReaderPage({ onUnauthenticated }: { onUnauthenticated: () => voi
           </div>
           <div className="note-actions">
             <Link className="button primary" to={chatUrl(undefined, note.path)}>
-              Ask about this note
+              Ask about this {isAttachmentName(note.path) ? "file" : "note"}
             </Link>
             <OpenOriginal path={note.path} page={page} />
             {vault ? (
@@ -177,7 +178,10 @@ export function ReaderPage({ onUnauthenticated }: { onUnauthenticated: () => voi
         </div>
       </article>
       <aside className="note-side" aria-label="Links and related notes">
-        <OutgoingLinks links={links.outgoing.filter((link) => link.target && (!link.isEmbed || link.path))} />
+        <OutgoingLinks
+          links={links.outgoing.filter((link) => link.target && (!link.isEmbed || link.path))}
+          empty={isAttachmentName(note.path) ? "This file links to no note." : "This note links to no other note."}
+        />
         <Backlinks links={links.backlinks} />
         <RelatedNotes path={note.path} />
       </aside>
