@@ -38,8 +38,9 @@ from secondbrain.ingest.note_blocks import ATOMIC_KINDS, LIST_KINDS, Block, Note
 # 4: a fence's or table's line too long for a chunk is cut, at words, into windows of its own; a title is at most
 # 200 characters (note.MAX_TITLE_CHARS). 5: dates written in more ways (day first, without the year under a year's
 # heading, a month heading, a note's first line). 6: a PDF's table rows with their cells apart, and its pages'
-# sections from their headings where it has no outline (formats.pdf_layout).
-CHUNKING = 6
+# sections from their headings where it has no outline (formats.pdf_layout). 7: no tag right after a code span or a
+# link, a code span inside a link kept as its text (note), a PDF's line after a blockquote or list marker escaped.
+CHUNKING = 7
 
 # Reference point from the design: a 512-token encoder gets ~400-token chunks with 60 tokens of overlap.
 _REFERENCE_WINDOW = 512
