@@ -13,6 +13,7 @@ from secondbrain.block_windows import is_delimiter_row
 from secondbrain.chat.citations import check_citations
 from secondbrain.chat.prompt import quoted, unlinked
 from secondbrain.ingest.chunker import ChunkBudget, chunk_note
+from secondbrain.ingest.formats.base import escape_plain
 from secondbrain.ingest.note import parse_note
 from secondbrain.llm import ChatMessage, SourcePassage
 from secondbrain.llm.answer_text import answer_words, gist
@@ -107,3 +108,10 @@ def test_a_passage_with_a_long_title_is_read_once_for_all_its_sentences() -> Non
     title = " ".join(f"t{i}" for i in range(100_000))
     body = "\n\n".join(f"The plumber said x{j} today." for j in range(100))
     assert best_sentences("what did the plumber say", [SourcePassage(1, body, title=title)], [])
+
+
+@pytest.mark.parametrize("run", ["- ", "> ", "1. ", " -", "= ", "\t>"])
+def test_an_attachments_line_of_a_long_run_of_markers_is_escaped(run: str) -> None:
+    # '- - - ... x' could be split between list markers and a rule in as many ways as it is long (20 KB: a second).
+    line = run * 200_000 + "x"
+    assert escape_plain(line).endswith("x")
