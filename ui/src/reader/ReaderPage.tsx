@@ -138,6 +138,8 @@ export function ReaderPage({ onUnauthenticated }: { onUnauthenticated: () => voi
   const vault = vaultName(status);
   const [body, bodyLine] = withoutTitle(note.text, note.title, note.startLine);
   const page = citedPage(body, bodyLine, cited);
+  // A PDF, a picture or another file of the vault is read here too, and is called what it is.
+  const kind = isAttachmentName(note.path) ? "file" : "note";
   return (
     <div className="reader-layout">
       <article className="page reader-page note" ref={article} aria-labelledby="note-title">
@@ -156,7 +158,7 @@ export function ReaderPage({ onUnauthenticated }: { onUnauthenticated: () => voi
           </div>
           <div className="note-actions">
             <Link className="button primary" to={chatUrl(undefined, note.path)}>
-              Ask about this {isAttachmentName(note.path) ? "file" : "note"}
+              Ask about this {kind}
             </Link>
             <OpenOriginal path={note.path} page={page} />
             {vault ? (
@@ -180,7 +182,7 @@ export function ReaderPage({ onUnauthenticated }: { onUnauthenticated: () => voi
       <aside className="note-side" aria-label="Links and related notes">
         <OutgoingLinks
           links={links.outgoing.filter((link) => link.target && (!link.isEmbed || link.path))}
-          empty={isAttachmentName(note.path) ? "This file links to no note." : "This note links to no other note."}
+          empty={kind === "file" ? "This file links to no note." : "This note links to no other note."}
         />
         <Backlinks links={links.backlinks} />
         <RelatedNotes path={note.path} />
