@@ -154,6 +154,21 @@ def _epoll_interest(epoll_fd: int) -> dict[int, int]:
     return interest
 
 
+def _how_watched(selector: selectors.EpollSelector, fd: int) -> tuple[str, bool]:
+    """How the loop's `selector` watches the listening socket `fd`, and whether that is as it must be."""
+    key = selector.get_map().get(fd)
+    if key is None:
+        return f"fd {fd} not registered with the loop", False
+    reader = key.data[0]
+    callback = getattr(getattr(reader, "_callback", None), "__name__", repr(reader))
+    inode = os.fstat(fd).st_ino
+    watched = _epoll_interest(selector._selector.fileno()).get(fd)  # type: ignore[attr-defined]
+    kernel = {inode: "in epoll", None: "not in epoll"}.get(watched, "epoll has another file")
+    cancelled = reader is not None and reader.cancelled()
+    healthy = bool(key.events & selectors.EVENT_READ) and callback == "_accept_connection" and not cancelled
+    return f"fd {fd} read by {callback}{' (cancelled)' if cancelled else ''}, {kernel}", healthy and watched == inode
+
+
 def listener_watch(shim: RunningShim) -> str:
     """Whether the loop watches the shim's listening socket as it must to accept: registered for reading, with
     asyncio's accept as its reader, and in the kernel's epoll for this very socket. A shim that listened and never
@@ -165,22 +180,10 @@ def listener_watch(shim: RunningShim) -> str:
     said = []
     for server in shim.server.servers:
         for sock in server.sockets:
-            fd = sock.fileno()
-            key = selector.get_map().get(fd)
-            if key is None:
-                said.append(f"fd {fd} not registered with the loop")
-                WATCH_FINDINGS.append(f"{os.environ.get('PYTEST_CURRENT_TEST', '?')}: {said[-1]}")
-                continue
-            reader = key.data[0]
-            callback = getattr(getattr(reader, "_callback", None), "__name__", repr(reader))
-            inode = os.fstat(fd).st_ino
-            watched = _epoll_interest(selector._selector.fileno()).get(fd)  # type: ignore[attr-defined]
-            kernel = {inode: "in epoll", None: "not in epoll"}.get(watched, "epoll has another file")
-            cancelled = reader is not None and reader.cancelled()
-            healthy = key.events & selectors.EVENT_READ and callback == "_accept_connection" and not cancelled
-            said.append(f"fd {fd} read by {callback}{' (cancelled)' if cancelled else ''}, {kernel}")
-            if not healthy or watched != inode:
-                WATCH_FINDINGS.append(f"{os.environ.get('PYTEST_CURRENT_TEST', '?')}: {said[-1]}")
+            state, healthy = _how_watched(selector, sock.fileno())
+            said.append(state)
+            if not healthy:
+                WATCH_FINDINGS.append(f"{os.environ.get('PYTEST_CURRENT_TEST', '?')}: {state}")
     return "; ".join(said) or "no listening socket"
 
 
